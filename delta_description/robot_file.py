@@ -1,0 +1,385 @@
+"""The robot file: one YAML file per robot, read by everything (dynamics, simulator,
+URDF, drivers). Field reference with units: ``docs/robot_file.md``.
+
+``load_robot("nt_robot")`` takes a preset name (``config/robots/<name>.yaml``) or a path.
+Every value is validated; a bad one raises :class:`RobotFileError` naming the file, the
+field and the rule, e.g. ``config/robots/x.yaml: geometry.forearm_length must be > 0, got -0.3``.
+
+Example::
+
+    >>> from delta_description.robot_file import load_robot
+    >>> robot = load_robot("nt_robot")
+    >>> robot.geometry.forearm_length
+    0.8
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from delta_description.atomic_file import atomic_write_text
+from delta_description.share import share_file
+
+ROBOT_TYPES = ("rotary", "prismatic")
+
+
+class RobotFileError(ValueError):
+    """A robot file is missing, unreadable or holds an invalid value."""
+
+
+@dataclass(frozen=True)
+class Geometry:
+    base_radius: float          # m, base centre to each motor axis
+    platform_radius: float      # m, platform centre to each forearm's lower joint midpoint
+    upper_arm_length: float     # m, motor axis to elbow
+    forearm_length: float       # m, elbow to platform joint (one bar of the parallelogram)
+    forearm_spacing: float      # m, distance between the two bars of a forearm
+    chain_angles_deg: tuple     # deg, angle phi_i of chain i about z, measured from x
+
+
+@dataclass(frozen=True)
+class UpperArm:
+    mass: float                 # kg
+    com_distance: float         # m, motor axis to the COM, along the arm
+    inertia: float              # kg m^2, about the COM, axis parallel to the motor axis
+
+
+@dataclass(frozen=True)
+class Motor:
+    rotor_inertia: float        # kg m^2, at the motor shaft
+    gear_ratio: float           # motor turns per arm turn
+    torque_constant: float      # N m / A at the motor shaft
+
+    @property
+    def reflected_inertia(self) -> float:
+        """Rotor inertia seen at the arm: ``rotor_inertia * gear_ratio**2`` (kg m^2)."""
+        return self.rotor_inertia * self.gear_ratio ** 2
+
+
+@dataclass(frozen=True)
+class Forearm:
+    mass: float                 # kg, one forearm (both bars of the parallelogram)
+    com_ratio: float            # -, COM distance from the elbow / forearm_length (Asadi's r_K)
+    inertia: float              # kg m^2, dominant moment of inertia about the COM (Asadi's I_K)
+
+
+@dataclass(frozen=True)
+class MassProperties:
+    upper_arm: UpperArm
+    motor: Motor
+    forearm: Forearm
+    platform_mass: float        # kg
+    payload_mass: float         # kg
+
+
+@dataclass(frozen=True)
+class Friction:
+    viscous: tuple              # N m s / rad, per joint
+    coulomb: tuple              # N m, per joint
+    static: tuple               # N m, per joint (Stribeck break-away torque; = coulomb disables it)
+    stribeck_velocity: float    # rad/s
+    smoothing_velocity: float   # rad/s, width of the smooth sign (0: exact sign)
+
+
+@dataclass(frozen=True)
+class Limits:
+    position: tuple             # rad, ((lo, hi),) * 3
+    velocity: tuple             # rad/s, per joint
+    acceleration: tuple         # rad/s^2, per joint
+    torque: tuple               # N m, per joint
+
+
+@dataclass(frozen=True)
+class RobotParameters:
+    """Everything the stack knows about one robot, validated."""
+
+    name: str
+    type: str
+    joint_names: tuple
+    geometry: Geometry
+    mass: MassProperties
+    friction: Friction
+    limits: Limits
+    gravity: float
+    source: str = ""                          # where it was loaded from
+    metadata: dict = field(default_factory=dict, compare=False)
+
+    def replace(self, **changes) -> "RobotParameters":
+        """A copy with top-level fields replaced (see :func:`dataclasses.replace`)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The robot file's YAML structure (the inverse of :func:`parse_robot`)."""
+        g, m, f, lim = self.geometry, self.mass, self.friction, self.limits
+        d = {
+            "name": self.name,
+            "type": self.type,
+            "joint_names": list(self.joint_names),
+            "geometry": {
+                "base_radius": g.base_radius,
+                "platform_radius": g.platform_radius,
+                "upper_arm_length": g.upper_arm_length,
+                "forearm_length": g.forearm_length,
+                "forearm_spacing": g.forearm_spacing,
+                "chain_angles_deg": list(g.chain_angles_deg),
+            },
+            "mass_properties": {
+                "upper_arm": dataclasses.asdict(m.upper_arm),
+                "motor": dataclasses.asdict(m.motor),
+                "forearm": dataclasses.asdict(m.forearm),
+                "platform": {"mass": m.platform_mass},
+                "payload": {"mass": m.payload_mass},
+            },
+            "friction": {
+                "viscous": list(f.viscous),
+                "coulomb": list(f.coulomb),
+                "stribeck": {"static": list(f.static), "velocity": f.stribeck_velocity},
+                "smoothing_velocity": f.smoothing_velocity,
+            },
+            "limits": {
+                "position": [list(p) for p in lim.position],
+                "velocity": list(lim.velocity),
+                "acceleration": list(lim.acceleration),
+                "torque": list(lim.torque),
+            },
+            "gravity": self.gravity,
+        }
+        if self.metadata:
+            d["metadata"] = self.metadata
+        return d
+
+
+# ----------------------------------------------------------------------------- loading
+
+def resolve_robot_path(robot: str | os.PathLike) -> Path:
+    """A preset name (``nt_robot``) or a path to a robot file -> the file's path."""
+    text = os.fspath(robot)
+    if not text:
+        raise RobotFileError("robot: empty name; give a preset name (e.g. nt_robot) or a file path")
+    p = Path(text)
+    if p.suffix in (".yaml", ".yml") or os.sep in text or p.exists():
+        if not p.is_file():
+            raise RobotFileError(f"{text}: robot file not found")
+        return p
+    try:
+        return share_file("config", "robots", f"{text}.yaml")
+    except FileNotFoundError:
+        raise RobotFileError(
+            f"robot '{text}': no such preset (known: {', '.join(list_presets()) or 'none'}) "
+            "and no such file") from None
+
+
+def list_presets() -> list[str]:
+    """Names of the robot presets shipped in ``config/robots``."""
+    try:
+        d = share_file("config", "robots")
+    except FileNotFoundError:
+        return []
+    return sorted(p.stem for p in d.glob("*.yaml"))
+
+
+def load_robot(robot: str | os.PathLike | RobotParameters) -> RobotParameters:
+    """Load and validate a robot file given by preset name or path (a RobotParameters passes through)."""
+    if isinstance(robot, RobotParameters):
+        return robot
+    path = resolve_robot_path(robot)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RobotFileError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise RobotFileError(f"{path}: not valid YAML: {e}") from None
+    return parse_robot(data, source=str(path))
+
+
+def save_robot(robot: RobotParameters, path: str | os.PathLike, header: str = "") -> Path:
+    """Write ``robot`` as a robot file, atomically. ``header`` becomes a leading comment."""
+    body = yaml.safe_dump(robot.to_dict(), sort_keys=False, default_flow_style=None)
+    comment = "".join(f"# {line}\n" for line in header.splitlines()) if header else ""
+    parse_robot(yaml.safe_load(body), source=os.fspath(path))  # never write an invalid file
+    return atomic_write_text(path, comment + body)
+
+
+class _Reader:
+    """Reads fields out of the nested YAML with error messages that name file and field."""
+
+    def __init__(self, data: Any, source: str):
+        self.source = source
+        if not isinstance(data, dict):
+            self.fail("", f"must be a mapping of fields, got {type(data).__name__}")
+        self.data = data
+
+    def fail(self, where: str, rule: str):
+        prefix = f"{self.source}: " if self.source else ""
+        raise RobotFileError(f"{prefix}{where + ' ' if where else ''}{rule}")
+
+    def get(self, path: str, default: Any = ...):
+        node: Any = self.data
+        for part in path.split("."):
+            if not isinstance(node, dict):
+                self.fail(path, f"must be inside a mapping, got {node!r}")
+            if part not in node:
+                if default is not ...:
+                    return default
+                self.fail(path, "is missing")
+            node = node[part]
+        return node
+
+    def number(self, path: str, *, gt=None, ge=None, le=None, lt=None, default: Any = ...) -> float:
+        v = self.get(path, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            self.fail(path, f"must be a number, got {v!r}")
+        v = float(v)
+        if not math.isfinite(v):
+            self.fail(path, f"must be finite, got {v}")
+        for bound, ok, word in ((gt, lambda a, b: a > b, ">"), (ge, lambda a, b: a >= b, ">="),
+                                (lt, lambda a, b: a < b, "<"), (le, lambda a, b: a <= b, "<=")):
+            if bound is not None and not ok(v, bound):
+                self.fail(path, f"must be {word} {bound:g}, got {v:g}")
+        return v
+
+    def triple(self, path: str, *, ge=None, gt=None, default: Any = ...) -> tuple:
+        v = self.get(path, default)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = [v] * 3
+        if not isinstance(v, (list, tuple)) or len(v) != 3:
+            self.fail(path, f"must be a list of 3 numbers (one per joint), got {v!r}")
+        out = []
+        for k, x in enumerate(v):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
+                self.fail(f"{path}[{k}]", f"must be a finite number, got {x!r}")
+            if ge is not None and x < ge:
+                self.fail(f"{path}[{k}]", f"must be >= {ge:g}, got {x:g}")
+            if gt is not None and not x > gt:
+                self.fail(f"{path}[{k}]", f"must be > {gt:g}, got {x:g}")
+            out.append(float(x))
+        return tuple(out)
+
+
+def parse_robot(data: Any, source: str = "") -> RobotParameters:
+    """Validate the YAML structure of a robot file and build :class:`RobotParameters`."""
+    r = _Reader(data, source)
+    name = r.get("name")
+    if not isinstance(name, str) or not name.strip():
+        r.fail("name", f"must be a non-empty string, got {name!r}")
+    rtype = r.get("type", "rotary")
+    if rtype not in ROBOT_TYPES:
+        r.fail("type", f"must be one of {', '.join(ROBOT_TYPES)}, got {rtype!r}")
+    if rtype != "rotary":
+        r.fail("type", f"'{rtype}' is not supported yet (only 'rotary' Delta robots are modelled)")
+    joints = r.get("joint_names")
+    if (not isinstance(joints, (list, tuple)) or len(joints) != 3
+            or not all(isinstance(j, str) and j.strip() for j in joints)):
+        r.fail("joint_names", f"must be a list of 3 non-empty names, got {joints!r}")
+    if len(set(joints)) != 3:
+        r.fail("joint_names", f"must be 3 different names, got {joints!r}")
+
+    geo = Geometry(
+        base_radius=r.number("geometry.base_radius", gt=0),
+        platform_radius=r.number("geometry.platform_radius", ge=0),
+        upper_arm_length=r.number("geometry.upper_arm_length", gt=0),
+        forearm_length=r.number("geometry.forearm_length", gt=0),
+        forearm_spacing=r.number("geometry.forearm_spacing", ge=0),
+        chain_angles_deg=r.triple("geometry.chain_angles_deg", default=[0.0, 120.0, 240.0]),
+    )
+    angles = sorted(a % 360.0 for a in geo.chain_angles_deg)
+    gaps = [angles[1] - angles[0], angles[2] - angles[1], 360.0 - angles[2] + angles[0]]
+    if min(gaps) < 30.0 or max(gaps) > 180.0 - 1e-9:
+        r.fail("geometry.chain_angles_deg",
+               f"must spread the chains around the base (gaps between 30 and 180 deg), got {list(geo.chain_angles_deg)}")
+
+    arm = UpperArm(
+        mass=r.number("mass_properties.upper_arm.mass", ge=0),
+        com_distance=r.number("mass_properties.upper_arm.com_distance", ge=0),
+        inertia=r.number("mass_properties.upper_arm.inertia", ge=0),
+    )
+    if arm.com_distance > geo.upper_arm_length:
+        r.fail("mass_properties.upper_arm.com_distance",
+               f"must be <= geometry.upper_arm_length ({geo.upper_arm_length:g}), got {arm.com_distance:g}")
+    motor = Motor(
+        rotor_inertia=r.number("mass_properties.motor.rotor_inertia", ge=0),
+        gear_ratio=r.number("mass_properties.motor.gear_ratio", gt=0),
+        torque_constant=r.number("mass_properties.motor.torque_constant", gt=0, default=1.0),
+    )
+    fore = Forearm(
+        mass=r.number("mass_properties.forearm.mass", ge=0),
+        com_ratio=r.number("mass_properties.forearm.com_ratio", gt=0, lt=1),
+        inertia=r.number("mass_properties.forearm.inertia", ge=0),
+    )
+    # Asadi eq. (22): the three-point-mass equivalent needs a non-negative mass at the COM,
+    # i.e. I_K <= M_K r_K (1 - r_K) l_K^2 (all mass at the two ends).
+    i_max = fore.mass * fore.com_ratio * (1.0 - fore.com_ratio) * geo.forearm_length ** 2
+    if fore.inertia > i_max * (1 + 1e-12):
+        r.fail("mass_properties.forearm.inertia",
+               f"must be <= mass * com_ratio * (1 - com_ratio) * forearm_length^2 = {i_max:.6g} "
+               f"(no physical bar of that mass and length has more), got {fore.inertia:g}")
+    mass = MassProperties(
+        upper_arm=arm, motor=motor, forearm=fore,
+        platform_mass=r.number("mass_properties.platform.mass", ge=0),
+        payload_mass=r.number("mass_properties.payload.mass", ge=0, default=0.0),
+    )
+
+    coulomb = r.triple("friction.coulomb", ge=0, default=0.0)
+    fr = Friction(
+        viscous=r.triple("friction.viscous", ge=0, default=0.0),
+        coulomb=coulomb,
+        static=r.triple("friction.stribeck.static", ge=0, default=list(coulomb)),
+        stribeck_velocity=r.number("friction.stribeck.velocity", gt=0, default=0.05),
+        smoothing_velocity=r.number("friction.smoothing_velocity", ge=0, default=0.002),
+    )
+
+    pos = r.get("limits.position")
+    if (not isinstance(pos, (list, tuple)) or len(pos) != 3
+            or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pos)):
+        r.fail("limits.position", f"must be 3 pairs [lo, hi] in rad, got {pos!r}")
+    position = []
+    for k, (lo, hi) in enumerate(pos):
+        for x in (lo, hi):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
+                r.fail(f"limits.position[{k}]", f"must hold finite numbers, got {[lo, hi]!r}")
+        if not lo < hi:
+            r.fail(f"limits.position[{k}]", f"must have lo < hi, got {[lo, hi]!r}")
+        if lo < -math.pi or hi > math.pi:
+            r.fail(f"limits.position[{k}]", f"must lie within [-pi, pi], got {[lo, hi]!r}")
+        position.append((float(lo), float(hi)))
+    lim = Limits(
+        position=tuple(position),
+        velocity=r.triple("limits.velocity", gt=0),
+        acceleration=r.triple("limits.acceleration", gt=0),
+        torque=r.triple("limits.torque", gt=0),
+    )
+    gravity = r.number("gravity", ge=0, default=9.80665)
+
+    # Geometric feasibility: with all arms at the middle of their range the three forearms
+    # must reach a common platform position on the axis (the home pose exists).
+    _check_reachable(r, geo, lim)
+    metadata = r.get("metadata", {})
+    if not isinstance(metadata, dict):
+        r.fail("metadata", f"must be a mapping, got {metadata!r}")
+    return RobotParameters(name=name.strip(), type=rtype, joint_names=tuple(joints), geometry=geo,
+                           mass=mass, friction=fr, limits=lim, gravity=gravity, source=source,
+                           metadata=metadata)
+
+
+def _check_reachable(r: _Reader, geo: Geometry, lim: Limits) -> None:
+    lo = max(p[0] for p in lim.position)
+    hi = min(p[1] for p in lim.position)
+    if lo >= hi:
+        r.fail("limits.position", "the three joints have no common range of motion")
+    # Horizontal offset between an elbow and its platform joint for symmetric arms at q:
+    # |R - r + L1 cos q|; the forearm reaches iff it is shorter than forearm_length.
+    reach = [abs(geo.base_radius - geo.platform_radius + geo.upper_arm_length * math.cos(q))
+             for q in (lo, 0.5 * (lo + hi), hi)]
+    if min(reach) >= geo.forearm_length:
+        r.fail("geometry.forearm_length",
+               f"is too short for the forearm to reach the platform: needs > {min(reach):.4g} m "
+               f"(|base_radius - platform_radius + upper_arm_length cos q| within the joint limits), "
+               f"got {geo.forearm_length:g}")
