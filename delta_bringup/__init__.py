@@ -1,0 +1,1 @@
+"""Bringup: the delta-bringup executable that starts the robot stack."""

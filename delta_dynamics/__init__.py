@@ -1,0 +1,1 @@
+"""Kinematics, dynamics and parameter identification of Delta robots (pure numpy/scipy)."""

@@ -1,0 +1,1 @@
+"""Hardware side: drive interfaces (CANopen) and the hardware node."""
