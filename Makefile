@@ -1,0 +1,35 @@
+# `make run` / `make test` set themselves up on a machine with only python3 (3.11).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.stamp
+
+# ROS 2 from pip wheels: the venv is the ament prefix.
+export AMENT_PREFIX_PATH := $(abspath $(VENV))
+export RMW_IMPLEMENTATION := rmw_fastrtps_cpp
+export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+export PYTHONUNBUFFERED := 1
+
+.PHONY: setup test run bench clean
+
+setup: $(STAMP)
+
+# Re-run pip only when the packaging inputs change.
+$(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -r requirements-ros.txt -r requirements-dev.txt
+	$(PY) -m pip install -q --no-build-isolation -e .
+	touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest -q test
+
+run: $(STAMP)
+	$(VENV)/bin/delta-dynamics demo --out out/
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) out build install log *.egg-info .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
