@@ -388,8 +388,8 @@ def energy(m, X, Xd):
 def regressor(m, X, Xd, Xdd, stribeck: bool = False):
     """Y with tau = Y pi (pi: :meth:`DynamicParameters.as_vector`, 14 columns), shape (3, 14)
     or (N, 3, 14). The Coulomb columns hold the smooth sign sgn_eps(q_d). With ``stribeck``
-    three more columns hold the Stribeck break-away shape exp(-(q_d/v_s)^2) sgn_eps(q_d) for
-    the parameters (static - coulomb)."""
+    the Coulomb columns become (1 - e) sgn_eps(q_d) and three more columns e sgn_eps(q_d),
+    e = exp(-(q_d/v_s)^2), whose parameters are the static (break-away) torques c_s."""
     x, y, z, xp, single = split3(X, "platform position")
     vx, vy, vz, _, _ = split3(Xd, "platform velocity")
     ax, ay, az, _, _ = split3(Xdd, "platform acceleration")

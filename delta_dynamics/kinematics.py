@@ -164,7 +164,8 @@ def forward_kinematics(m, q):
     bb = np.einsum("ij,ij->i", b, b)
     ab = np.einsum("ij,ij->i", a, b)
     dd = np.einsum("ij,ij->i", n, n)
-    singular = dd <= 1e-12 * aa * bb
+    # collinear or coincident centres (the absolute floor catches a == b == 0)
+    singular = (dd <= 1e-12 * aa * bb) | (dd <= (1e-12 * m.lk2) ** 2)
     if singular.any():
         k = int(np.argmax(singular))
         raise SingularityError(f"joint angles {_fmt(a2[k])} rad are singular: the three forearm "

@@ -79,15 +79,19 @@ def _step_semi_implicit(m, X, Xd, tau, dt, F_P):
     return (x + dt * vx, y + dt * vy, z + dt * vz), (vx, vy, vz)
 
 
-def _step_rk4(m, X, Xd, tau, dt, F_P):
+def _step_rk4(m, X, Xd, tau, dt, F_P, tau_mid=None, tau_end=None):
+    """Classical RK4; the torque is held over the step unless its values at the middle
+    and the end of the step are given (then the step is 4th-order in time too)."""
     X = np.asarray(X, dtype=float)
     V = np.asarray(Xd, dtype=float)
-    tau = np.asarray(tau, dtype=float)
-    f = lambda x, v: forward_dynamics(m, x, v, tau, F_P=F_P)
-    a1 = f(X, V)
-    a2 = f(X + 0.5 * dt * V, V + 0.5 * dt * a1)
-    a3 = f(X + 0.5 * dt * (V + 0.5 * dt * a1), V + 0.5 * dt * a2)
-    a4 = f(X + dt * (V + 0.5 * dt * a2), V + dt * a3)
+    t0 = np.asarray(tau, dtype=float)
+    tm = t0 if tau_mid is None else np.asarray(tau_mid, dtype=float)
+    t1 = t0 if tau_end is None else np.asarray(tau_end, dtype=float)
+    f = lambda x, v, t: forward_dynamics(m, x, v, t, F_P=F_P)
+    a1 = f(X, V, t0)
+    a2 = f(X + 0.5 * dt * V, V + 0.5 * dt * a1, tm)
+    a3 = f(X + 0.5 * dt * (V + 0.5 * dt * a1), V + 0.5 * dt * a2, tm)
+    a4 = f(X + dt * (V + 0.5 * dt * a2), V + dt * a3, t1)
     Xn = X + dt * V + dt * dt / 6.0 * (a1 + a2 + a3)
     Vn = V + dt / 6.0 * (a1 + 2 * a2 + 2 * a3 + a4)
     return tuple(Xn.tolist()), tuple(Vn.tolist())
@@ -112,9 +116,13 @@ def simulate_fixed(m, X0, Xd0, t, tau, method: str = "semi-implicit", substeps: 
     """Integrate from (X0, X_dot0) over the time samples ``t`` with a fixed step.
 
     ``tau`` is a callable tau(t) -> (3,) or an (N, 3) array of torques held over each interval.
-    Each interval is split into ``substeps`` equal steps. Returns (X, X_dot) of shape (N, 3).
+    Each interval is split into ``substeps`` equal steps. With a callable and ``"rk4"`` the
+    torque is evaluated at the Runge-Kutta stage times. Returns (X, X_dot) of shape (N, 3).
     """
+    if method not in METHODS:
+        raise ValueError(f"integrator method must be one of {', '.join(METHODS)}, got {method!r}")
     t = np.asarray(t, dtype=float)
+    staged = callable(tau) and method == "rk4"
     ft = _torque_function(t, tau)
     X, V = tuple(map(float, X0)), tuple(map(float, Xd0))
     Xs = np.empty((len(t), 3))
@@ -124,7 +132,10 @@ def simulate_fixed(m, X0, Xd0, t, tau, method: str = "semi-implicit", substeps: 
         h = (t[k] - t[k - 1]) / substeps
         for j in range(substeps):
             s = t[k - 1] + j * h
-            X, V = step(m, X, V, ft(s), h, method, F_P)
+            if staged:
+                X, V = _step_rk4(m, X, V, ft(s), h, F_P, ft(s + 0.5 * h), ft(s + h))
+            else:
+                X, V = step(m, X, V, ft(s), h, method, F_P)
         Xs[k], Vs[k] = X, V
     return Xs, Vs
 
