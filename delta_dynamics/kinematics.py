@@ -299,3 +299,22 @@ def sample_workspace(m, n: int, seed: int | None = 0, min_measure: float = 0.0):
     if len(pts) < n:
         raise RuntimeError(f"could only sample {len(pts)} of {n} workspace points")
     return pts
+
+
+def workspace_centre(m, samples: int = 200):
+    """The platform position on the z axis with the best-conditioned Jacobian whose joint
+    angles lie inside the position limits: a natural home pose (m)."""
+    best, best_s = None, -1.0
+    reach = m.l + m.lk
+    for z in np.linspace(-0.05 * reach, -0.999 * reach, samples):
+        X = np.array([0.0, 0.0, z])
+        try:
+            inverse_kinematics(m, X, check_limits=True)
+            s = float(singularity_measure(m, X))
+        except UnreachableError:
+            continue
+        if s > best_s:
+            best, best_s = X, s
+    if best is None:
+        raise UnreachableError("no platform position on the z axis is reachable within the joint limits")
+    return best

@@ -1,0 +1,83 @@
+"""The drive interface of the three axes: what the control loop needs from any backend.
+
+Values are SI at the arm (rad, rad/s, N m) in the robot file's joint order. A backend keeps
+the CiA 402 meaning of its state (:class:`DriveState`) and refuses commands unless every
+axis is in operation enabled.
+"""
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+
+class DriveError(RuntimeError):
+    """A drive refused, faulted or could not be reached; the message names the axis."""
+
+
+class DriveState(enum.Enum):
+    DISABLED = "disabled"              # CiA 402: switch on disabled / ready / switched on
+    ENABLED = "operation_enabled"
+    QUICK_STOP = "quick_stop_active"
+    FAULT = "fault"
+
+
+class Mode(enum.Enum):
+    POSITION = 8                       # cyclic synchronous position (CSP)
+    VELOCITY = 9                       # cyclic synchronous velocity (CSV)
+    TORQUE = 10                        # cyclic synchronous torque (CST)
+
+
+@dataclass
+class Feedback:
+    position: tuple                    # rad
+    velocity: tuple                    # rad/s
+    torque: tuple                      # N m (measured / applied)
+    state: DriveState
+    faults: dict = field(default_factory=dict)   # axis index -> reason
+
+
+class DriveSet(ABC):
+    """Three servo axes driven together, one cycle at a time."""
+
+    mode: Mode = Mode.TORQUE
+
+    @abstractmethod
+    def enable(self) -> None:
+        """Bring every axis to operation enabled (raises DriveError naming the axis)."""
+
+    @abstractmethod
+    def disable(self) -> None:
+        """Disable every axis (brakes hold the arms)."""
+
+    @abstractmethod
+    def quick_stop(self, reason: str = "") -> None:
+        """Stop every axis now and hold (CiA 402 quick stop)."""
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Clear faults and quick stop (fault reset); raises DriveError if a cause remains."""
+
+    @abstractmethod
+    def read(self) -> Feedback:
+        """The latest feedback of the three axes."""
+
+    @abstractmethod
+    def write(self, torque=None, position=None, velocity=None) -> None:
+        """Set the next cycle's targets (torque: N m; position: rad; velocity: rad/s).
+
+        In torque mode ``torque`` is the target; in position mode ``position`` is the target
+        and ``torque`` an additive feedforward. Raises DriveError unless operation enabled.
+        """
+
+    @abstractmethod
+    def cycle(self, dt: float) -> None:
+        """Run one exchange of ``dt`` seconds (advance the simulation, or send SYNC)."""
+
+    def close(self) -> None:
+        """Release the bus / resources."""
+
+    @property
+    @abstractmethod
+    def state(self) -> DriveState:
+        """The combined state: FAULT if any axis faulted, ENABLED only if all are."""
