@@ -152,6 +152,8 @@ def forward_kinematics(m, q):
         raise ValueError(f"joint angles must have shape (3,) or (N, 3), got {arr.shape}")
     if not np.isfinite(arr).all():
         raise ValueError(f"joint angles must be finite, got {arr.tolist() if single else 'NaN/inf'}")
+    if single:
+        return np.array(_fk_one(m, *arr.tolist()))
     a2 = arr.reshape(-1, 3)
     cen = elbow_positions(m, a2)                                   # (N, 3, 3)
     cen[..., 0] -= m.r * np.asarray(m.cphi)
@@ -183,6 +185,32 @@ def forward_kinematics(m, q):
     t = np.sqrt(h) * np.where(n[:, 2] > 0, -1.0, 1.0)
     X = c1 + xi0 + t[:, None] * n
     return X[0] if single else X
+
+
+def _fk_one(m, q1, q2, q3):
+    """:func:`forward_kinematics` of one sample on Python floats (the control loop's path)."""
+    cs = []
+    for i, q in enumerate((q1, q2, q3)):
+        rad = m.R + m.l * math.cos(q) - m.r
+        cs.append((rad * m.cphi[i], rad * m.sphi[i], -m.l * math.sin(q)))
+    (x1, y1, z1), (x2, y2, z2), (x3, y3, z3) = cs
+    ax, ay, az = x2 - x1, y2 - y1, z2 - z1
+    bx, by, bz = x3 - x1, y3 - y1, z3 - z1
+    nx, ny, nz = ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx
+    aa, bb, ab = ax * ax + ay * ay + az * az, bx * bx + by * by + bz * bz, ax * bx + ay * by + az * bz
+    dd = nx * nx + ny * ny + nz * nz
+    if dd <= 1e-12 * aa * bb or dd <= (1e-12 * m.lk2) ** 2:
+        raise SingularityError(f"joint angles {_fmt((q1, q2, q3))} rad are singular: the three forearm "
+                               f"spheres' centres are collinear", index=0, point=[q1, q2, q3])
+    alpha = bb * (aa - ab) / (2.0 * dd)
+    beta = aa * (bb - ab) / (2.0 * dd)
+    ex, ey, ez = alpha * ax + beta * bx, alpha * ay + beta * by, alpha * az + beta * bz
+    h = (m.lk2 - (ex * ex + ey * ey + ez * ez)) / dd
+    if h < 0:
+        raise UnreachableError(f"joint angles {_fmt((q1, q2, q3))} rad are unreachable: the forearms "
+                               f"cannot meet at one platform position", index=0, point=[q1, q2, q3])
+    t = math.sqrt(h) * (-1.0 if nz > 0 else 1.0)
+    return x1 + ex + t * nx, y1 + ey + t * ny, z1 + ez + t * nz
 
 
 def jacobian(m, X):

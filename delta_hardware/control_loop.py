@@ -1,0 +1,328 @@
+"""The control loop of the hardware node, without ROS: one call of :meth:`ControlLoop.cycle`
+per control period reads the drives, samples the setpoint, applies the control law and the
+safety rules, and writes the drives.
+
+Control law (per joint, torque mode)::
+
+    tau = kp (q_d - q) + kd (q_dot_d - q_dot) + tau_ff,   clamped to the torque limits
+
+where tau_ff is the feedforward torque of the explicit dynamic model for the setpoint
+(Asadi & Heydari eq. 39): from the dynamics node's ``/delta/feedforward`` topic when a
+matching message is fresh, else computed in-process (``feedforward='model'``), or left out
+(``'none'``, PD only).
+
+Setpoints come from a trajectory plan, from streamed commands (the ros2_control topic
+contract, guarded by ``command_timeout``: when commands stop, the loop holds the robot
+where it is), or from a hold. Safety: a measured position beyond its limits by more than
+``position_margin`` or a speed above ``velocity_margin`` times its limit quick-stops every
+axis; a drive fault does too; the emergency stop holds until reset.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
+from delta_hardware.drives.interface import DriveError, DriveState, Mode
+from delta_hardware.trajectory_plan import JointPlan, Setpoint
+
+
+@dataclass
+class LoopConfig:
+    rate: float = 500.0                       # Hz
+    kp: tuple = (600.0, 600.0, 600.0)         # N m / rad
+    kd: tuple = (30.0, 30.0, 30.0)            # N m s / rad
+    command_timeout: float = 0.5              # s without a streamed command -> hold
+    feedforward: str = "model"                # topic | model | none
+    feedforward_timeout: float = 0.01         # s: a topic feedforward older than this is not used
+    position_margin: float = 0.05             # rad beyond the limits -> quick stop
+    velocity_margin: float = 1.25             # x velocity limit -> quick stop
+
+    def __post_init__(self):
+        if not (self.rate > 0 and math.isfinite(self.rate)):
+            raise ValueError(f"control_rate must be > 0 Hz, got {self.rate}")
+        for name in ("kp", "kd"):
+            v = tuple(float(x) for x in getattr(self, name))
+            if len(v) != 3 or not all(math.isfinite(x) and x >= 0 for x in v):
+                raise ValueError(f"{name} must be 3 numbers >= 0, got {list(v)}")
+            setattr(self, name, v)
+        if self.feedforward not in ("topic", "model", "none"):
+            raise ValueError(f"feedforward must be topic, model or none, got {self.feedforward!r}")
+        if not self.command_timeout > 0:
+            raise ValueError(f"command_timeout must be > 0 s, got {self.command_timeout}")
+
+
+@dataclass
+class CycleOutput:
+    time: float
+    position: tuple
+    velocity: tuple
+    effort: tuple
+    setpoint: Setpoint | None
+    preview: Setpoint | None               # the setpoint one period ahead (for the dynamics node)
+    torque: tuple
+    feedforward: tuple
+    events: list = field(default_factory=list)
+
+
+class LoopStats:
+    """Running statistics of the loop period and the safety counters."""
+
+    def __init__(self, size: int = 5000):
+        self.periods = np.zeros(size)
+        self.n = 0
+        self.limit_hits = [0, 0, 0]
+        self.ff_topic = 0
+        self.ff_model = 0
+        self.overruns = 0
+
+    def add_period(self, dt: float):
+        self.periods[self.n % len(self.periods)] = dt
+        self.n += 1
+
+    def summary(self) -> dict:
+        p = self.periods[:min(self.n, len(self.periods))]
+        if len(p) == 0:
+            return {"cycles": 0}
+        return {"cycles": self.n, "period_mean_ms": 1e3 * float(p.mean()),
+                "period_p50_ms": 1e3 * float(np.percentile(p, 50)),
+                "period_p99_ms": 1e3 * float(np.percentile(p, 99)),
+                "period_max_ms": 1e3 * float(p.max()),
+                "torque_limit_hits": list(self.limit_hits), "overruns": self.overruns,
+                "feedforward_from_topic": self.ff_topic, "feedforward_from_model": self.ff_model}
+
+
+class ControlLoop:
+    """PD + feedforward joint control of the three axes with limits, watchdog and e-stop."""
+
+    def __init__(self, model, drives, config: LoopConfig | None = None):
+        self.model = model
+        self.drives = drives
+        self.cfg = config or LoopConfig()
+        self.period = 1.0 / self.cfg.rate
+        lim = model.robot.limits
+        self.q_lo = np.array([p[0] for p in lim.position])
+        self.q_hi = np.array([p[1] for p in lim.position])
+        self.v_max = np.array(lim.velocity)
+        self.tau_max = np.array(lim.torque)
+        self.kp = np.array(self.cfg.kp)
+        self.kd = np.array(self.cfg.kd)
+        self.stats = LoopStats()
+        self._lock = threading.Lock()
+        self._plan: JointPlan | None = None
+        self._stream = None                   # (time, Setpoint, tau_extra)
+        self._hold: Setpoint | None = None
+        self._last_sp: Setpoint | None = None
+        self._ff = None                       # (stamp, tau)
+        self._estop = ""                      # reason while stopped
+        self._last_time = None
+        self._watchdog_fired = False
+
+    # ------------------------------------------------------------------ commands (any thread)
+    def activate(self) -> None:
+        self.drives.enable()
+        fb = self.drives.read()
+        with self._lock:
+            self._plan, self._stream = None, None
+            self._hold = Setpoint.hold(fb.position)
+            self._last_sp = self._hold
+            self._estop = ""
+            self._last_time = None
+
+    def deactivate(self) -> None:
+        with self._lock:
+            self._plan, self._stream = None, None
+        self.drives.disable()
+
+    def current_setpoint(self) -> Setpoint:
+        """The setpoint being followed (a new plan starts from it)."""
+        with self._lock:
+            if self._last_sp is not None:
+                return self._last_sp
+        return Setpoint.hold(self.drives.read().position)
+
+    def submit_plan(self, plan: JointPlan) -> None:
+        with self._lock:
+            self._require_running()
+            self._plan, self._stream, self._hold = plan, None, None
+
+    def submit_command(self, now: float, q=None, tau=None) -> None:
+        """A streamed command (position and/or effort at the arm) valid for ``command_timeout``."""
+        with self._lock:
+            self._require_running()
+            base = self._last_sp or Setpoint.hold(self.drives.read().position)
+            sp = Setpoint.hold(q) if q is not None else Setpoint.hold(base.q)
+            extra = np.zeros(3) if tau is None else np.asarray(tau, dtype=float)
+            self._stream = (now, sp, extra)
+            self._plan, self._hold = None, None
+            self._watchdog_fired = False
+
+    def set_feedforward(self, stamp: float, tau) -> None:
+        self._ff = (stamp, np.asarray(tau, dtype=float))
+
+    def emergency_stop(self, reason: str) -> None:
+        with self._lock:
+            self._estop = reason or "emergency stop"
+            self._plan, self._stream = None, None
+        self.drives.quick_stop(reason)
+
+    def reset(self) -> None:
+        """Clear an emergency stop or fault; the robot then holds where it is."""
+        self.drives.reset()
+        self.activate()
+
+    @property
+    def stopped_reason(self) -> str:
+        return self._estop
+
+    def _require_running(self):
+        if self._estop:
+            raise DriveError(f"robot is stopped ({self._estop}); call reset first")
+        if self.drives.state is not DriveState.ENABLED:
+            raise DriveError(f"drives are {self.drives.state.value}; the node must be active")
+
+    # ------------------------------------------------------------------ the cycle (loop thread)
+    def cycle(self, now: float) -> CycleOutput:
+        events = []
+        dt = self.period if self._last_time is None else now - self._last_time
+        if self._last_time is not None:
+            self.stats.add_period(dt)
+        self._last_time = now
+        fb = self.drives.read()
+        q, qd = np.array(fb.position), np.array(fb.velocity)
+        if fb.state is DriveState.FAULT and not self._estop:
+            reason = "; ".join(f"{self.model.joint_names[k]}: {r}" for k, r in sorted(fb.faults.items())) or "drive fault"
+            self._estop = f"drive fault: {reason}"
+            events.append(f"fault: {reason}")
+            self.drives.quick_stop(reason)
+        if not self._estop and fb.state is DriveState.ENABLED:
+            bad = self._check_limits(q, qd)
+            if bad:
+                events.append(f"quick stop: {bad}")
+                self.emergency_stop(bad)
+        if self._estop or fb.state is not DriveState.ENABLED:
+            self.drives.cycle(min(max(dt, 0.0), 5 * self.period))
+            return CycleOutput(now, fb.position, fb.velocity, fb.torque, None, None, (0.0,) * 3, (0.0,) * 3, events)
+
+        with self._lock:
+            sp, extra = self._setpoint(now, q, events)
+            preview = self._plan.sample(now + self.period) if self._plan is not None else sp
+            self._last_sp = sp
+        ff = self._feedforward(now, sp) + extra
+        tau = self.kp * (sp.q - q) + self.kd * (sp.qd - qd) + ff
+        clipped = np.clip(tau, -self.tau_max, self.tau_max)
+        for i in np.nonzero(clipped != tau)[0]:
+            self.stats.limit_hits[i] += 1
+        try:
+            if self.drives.mode is Mode.POSITION:
+                self.drives.write(position=sp.q, velocity=sp.qd, torque=ff)
+            else:
+                self.drives.write(torque=clipped)
+        except DriveError as e:
+            events.append(f"drive refused command: {e}")
+        self.drives.cycle(min(max(dt, 0.0), 5 * self.period))
+        return CycleOutput(now, fb.position, fb.velocity, fb.torque, sp, preview,
+                           tuple(clipped.tolist()), tuple(ff.tolist()), events)
+
+    def _setpoint(self, now, q, events):
+        extra = np.zeros(3)
+        if self._stream is not None:
+            t_cmd, sp, extra = self._stream
+            if now - t_cmd > self.cfg.command_timeout:
+                if not self._watchdog_fired:
+                    events.append(f"watchdog: no command for {now - t_cmd:.3f} s "
+                                  f"(command_timeout {self.cfg.command_timeout:g} s): holding position")
+                    self._watchdog_fired = True
+                self._stream = None
+                self._hold = Setpoint.hold(q)
+                return self._hold, np.zeros(3)
+            return sp, extra
+        if self._plan is not None:
+            sp = self._plan.sample(now)
+            if self._plan.done(now):
+                events.append("trajectory finished")
+                self._hold = Setpoint.hold(sp.q)
+                self._plan = None
+            return sp, extra
+        if self._hold is None:
+            self._hold = Setpoint.hold(q)
+        return self._hold, extra
+
+    def _feedforward(self, now, sp) -> np.ndarray:
+        mode = self.cfg.feedforward
+        if mode == "none":
+            return np.zeros(3)
+        if mode == "topic" and self._ff is not None and abs(self._ff[0] - now) <= self.cfg.feedforward_timeout:
+            self.stats.ff_topic += 1
+            return self._ff[1]
+        self.stats.ff_model += 1
+        return self.model_feedforward(sp)
+
+    def model_feedforward(self, sp: Setpoint) -> np.ndarray:
+        X, Xd, Xdd = cartesian_state(self.model, sp.q, sp.qd, sp.qdd)
+        return inverse_dynamics(self.model, X, Xd, Xdd)
+
+    def _check_limits(self, q, qd) -> str:
+        m = self.cfg.position_margin
+        for i in range(3):
+            name = self.model.joint_names[i]
+            if q[i] < self.q_lo[i] - m or q[i] > self.q_hi[i] + m:
+                return f"{name} at {q[i]:.4f} rad is outside its limits [{self.q_lo[i]:g}, {self.q_hi[i]:g}]"
+            if abs(qd[i]) > self.cfg.velocity_margin * self.v_max[i]:
+                return f"{name} moves at {qd[i]:.3f} rad/s, above {self.cfg.velocity_margin:g} x its limit {self.v_max[i]:g}"
+        return ""
+
+
+class LoopThread:
+    """Runs ``loop.cycle`` at the loop's rate in its own thread and hands each output to
+    ``on_cycle``. Sleeps to each deadline (the last 0.3 ms spin-waited) so the period
+    stays steady; a late cycle is counted as an overrun and the schedule re-anchored."""
+
+    def __init__(self, loop: ControlLoop, on_cycle, clock=time.monotonic):
+        self.loop = loop
+        self.on_cycle = on_cycle
+        self.clock = clock
+        self._stop = threading.Event()
+        self._thread = None
+        self.error: BaseException | None = None
+
+    def start(self):
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="delta_control_loop", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self):
+        period = self.loop.period
+        next_t = self.clock()
+        try:
+            while not self._stop.is_set():
+                now = self.clock()
+                out = self.loop.cycle(now)
+                self.on_cycle(out)
+                next_t += period
+                now = self.clock()
+                if now > next_t + period:
+                    self.loop.stats.overruns += 1
+                    next_t = now
+                    continue
+                slack = next_t - now - 3e-4
+                if slack > 0:
+                    self._stop.wait(slack)
+                while self.clock() < next_t:
+                    pass
+        except BaseException as e:          # surfaced by the node as an error state
+            self.error = e
