@@ -1,0 +1,138 @@
+"""``delta-description``: the robot description on the command line.
+
+    delta-description urdf --robot nt_robot [--ros2-control none|mock|topic] [-o robot.urdf]
+    delta-description check --robot d3s800 [--ros2-control mock] [--urdf robot.urdf]
+    delta-description controllers --robot my_robot.yaml      # ros2_controllers.yaml for its joints
+    delta-description render --robot nt_robot --out docs/images/robot.png
+
+``--robot`` takes a preset name (``config/robots/<name>.yaml``) or a robot file path. Exit codes:
+0 success, 1 ``check`` found problems, 2 bad input (robot file, option, xacro failure), with a
+one-line message on stderr naming the file and field; never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from delta_description.robot_file import RobotFileError, load_robot
+from delta_description.xacro_urdf import ROS2_CONTROL_MODES, DescriptionError, robot_description
+
+PROG = "delta-description"
+
+
+def guarded(fn, args) -> int:
+    """Run ``fn(args)``; turn the errors a user can cause into a message and exit code 2."""
+    from delta_dynamics.kinematics import UnreachableError
+    from delta_description.urdf_model import UrdfError
+
+    try:
+        return fn(args)
+    except (RobotFileError, DescriptionError, UrdfError, UnreachableError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+    except OSError as e:
+        print(f"{PROG}: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+    return 2
+
+
+def _xacro_args(args) -> dict:
+    extra = {}
+    for item in args.arg or []:
+        name, sep, value = item.partition(":=")
+        if not sep or not name:
+            raise DescriptionError(f"--arg must be name:=value, got {item!r}")
+        extra[name] = value
+    if args.topic_plugin:
+        extra["topic_plugin"] = args.topic_plugin
+    return extra
+
+
+def cmd_urdf(args) -> int:
+    text = robot_description(args.robot, ros2_control=args.ros2_control, **_xacro_args(args))
+    if args.output:
+        from delta_description.atomic_file import atomic_write_text
+        atomic_write_text(args.output, text)
+        print(args.output)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_check(args) -> int:
+    from delta_description.check import check_description
+
+    robot = load_robot(args.robot)
+    if args.urdf:
+        text = Path(args.urdf).read_text(encoding="utf-8")
+        what = args.urdf
+    else:
+        text = robot_description(args.robot, ros2_control=args.ros2_control, **_xacro_args(args))
+        what = f"URDF of {robot.source} (ros2_control={args.ros2_control})"
+    rep = check_description(robot, text, samples=args.samples)
+    for note in rep.notes:
+        print(f"  {note}")
+    if rep.ok:
+        print(f"OK: {what} matches its robot file")
+        return 0
+    for p in rep.problems:
+        print(f"PROBLEM: {p}", file=sys.stderr)
+    print(f"{len(rep.problems)} problem(s) in {what}", file=sys.stderr)
+    return 1
+
+
+def cmd_controllers(args) -> int:
+    from delta_description.ros2_controllers import controllers_yaml
+
+    sys.stdout.write(controllers_yaml(load_robot(args.robot)))
+    return 0
+
+
+def cmd_render(args) -> int:
+    from delta_description.render import run
+    return run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Delta robot description: URDF from the robot file.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def robot_opts(sp, urdf_opts=True):
+        sp.add_argument("--robot", required=True, help="preset name (e.g. nt_robot) or robot file path")
+        if urdf_opts:
+            sp.add_argument("--ros2-control", choices=ROS2_CONTROL_MODES, default="none",
+                            help="<ros2_control> block: none, mock (GenericSystem) or topic (topic-based system)")
+            sp.add_argument("--topic-plugin", help="plugin of the topic system (e.g. the older "
+                                                   "topic_based_ros2_control/TopicBasedSystem)")
+            sp.add_argument("--arg", action="append", metavar="NAME:=VALUE",
+                            help="further xacro argument (joint_commands_topic, joint_states_topic, "
+                                 "command_interfaces, motor_mass)")
+
+    s = sub.add_parser("urdf", help="print the URDF (via xacro)")
+    robot_opts(s)
+    s.add_argument("-o", "--output", help="write to this file instead of stdout")
+    s.set_defaults(func=cmd_urdf)
+
+    s = sub.add_parser("check", help="validate the URDF against the robot file")
+    robot_opts(s)
+    s.add_argument("--urdf", help="check this URDF file instead of generating one")
+    s.add_argument("--samples", type=int, default=50, help="random poses for the closed-chain test (default 50)")
+    s.set_defaults(func=cmd_check)
+
+    s = sub.add_parser("controllers", help="print ros2_controllers.yaml for the robot's joint names")
+    robot_opts(s, urdf_opts=False)
+    s.set_defaults(func=cmd_controllers)
+
+    from delta_description.render import add_arguments
+    s = sub.add_parser("render", help="draw the URDF at a few poses into a PNG (matplotlib)")
+    add_arguments(s)
+    s.set_defaults(func=cmd_render)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return guarded(args.func, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
