@@ -22,8 +22,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.interpolate import CubicSpline     # imported here: ~0.3 s, not inside a callback
 
-from delta_dynamics.dynamics import inverse_dynamics, joint_state
+from delta_dynamics.dynamics import cartesian_state, inverse_dynamics, joint_state
 from delta_dynamics.kinematics import UnreachableError, forward_kinematics, inverse_kinematics
 
 PLATFORM_JOINTS = ("platform_x", "platform_y", "platform_z")
@@ -75,9 +76,16 @@ class JointPlan:
         return Setpoint(q, qd, qdd)
 
     def sample_many(self, ts):
-        """(q, q_dot, q_ddot), each (N, 3), at the absolute times ``ts``."""
-        out = [self.sample(t) for t in ts]
-        return (np.array([p.q for p in out]), np.array([p.qd for p in out]), np.array([p.qdd for p in out]))
+        """(q, q_dot, q_ddot), each (N, 3), at the absolute times ``ts`` (vectorized)."""
+        s = np.clip(np.asarray(ts, dtype=float) - self.start_time, 0.0, self.times[-1])
+        k = np.clip(np.searchsorted(self.times, s, side="right") - 1, 0, len(self.times) - 2)
+        u = (s - self.times[k])[:, None]
+        c = self.coeffs[k]                                     # (N, 6, 3)
+        q = ((((c[:, 5] * u + c[:, 4]) * u + c[:, 3]) * u + c[:, 2]) * u + c[:, 1]) * u + c[:, 0]
+        qd = (((5 * c[:, 5] * u + 4 * c[:, 4]) * u + 3 * c[:, 3]) * u + 2 * c[:, 2]) * u + c[:, 1]
+        qdd = ((20 * c[:, 5] * u + 12 * c[:, 4]) * u + 6 * c[:, 3]) * u + 2 * c[:, 2]
+        after = (np.asarray(ts, dtype=float) - self.start_time >= self.times[-1])[:, None]
+        return q, np.where(after, 0.0, qd), np.where(after, 0.0, qdd)
 
     def done(self, t: float) -> bool:
         return t >= self.end_time
@@ -168,7 +176,6 @@ def build_plan(model, now: float, current: Setpoint, start_time: float, times, p
     elif qd is not None:
         coeffs = _coefficients(t_all, q_all, np.vstack((current.qd, qd)), None)
     else:
-        from scipy.interpolate import CubicSpline
         cs = CubicSpline(t_all, q_all, axis=0, bc_type=((1, current.qd), (1, np.zeros(3))))
         coeffs = _from_scipy(cs)
     plan = JointPlan(start_time, t_all, coeffs)
@@ -205,7 +212,6 @@ def validate_plan(model, plan: JointPlan, step: float = 2e-3) -> None:
         X = forward_kinematics(model, q)
     except UnreachableError as e:
         raise TrajectoryRejected(f"unreachable at t = {ts[e.index] - plan.start_time:.3f} s: {e}") from None
-    from delta_dynamics.dynamics import cartesian_state
     try:
         _, Xd, Xdd = cartesian_state(model, q, qd, qdd)
         tau = inverse_dynamics(model, X, Xd, Xdd)
