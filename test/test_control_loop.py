@@ -1,0 +1,199 @@
+"""The control loop and trajectory plans without ROS: tracking, smooth replacement,
+validation, watchdog, limits, faults and emergency stop on the simulated drives."""
+import numpy as np
+import pytest
+
+from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
+from delta_dynamics.model import DeltaModel
+from delta_hardware.control_loop import ControlLoop, LoopConfig
+from delta_hardware.drives import DriveError, DriveState
+from delta_hardware.drives.simulated import SimulatedDriveSet
+from delta_hardware.trajectory_plan import (Setpoint, TrajectoryRejected, build_plan,
+                                            cartesian_to_joint, match_joint_names)
+
+DT = 0.002
+
+
+@pytest.fixture
+def rig():
+    model = DeltaModel.from_robot("nt_robot")
+    drives = SimulatedDriveSet("nt_robot", torque_noise=0.02, seed=1)
+    loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, feedforward="model"))
+    loop.activate()
+    return model, drives, loop
+
+
+def run(loop, t0, seconds):
+    t = t0
+    outs = []
+    for _ in range(int(round(seconds / DT))):
+        outs.append(loop.cycle(t))
+        t += DT
+    return t, outs
+
+
+def test_follows_a_trajectory_with_model_feedforward(rig):
+    model, drives, loop = rig
+    t, _ = run(loop, 0.0, 0.1)
+    plan = build_plan(model, t, loop.current_setpoint(), t, [0.5, 1.0],
+                      [[0.4, 0.2, 0.1], [0.1, 0.3, 0.2]])
+    loop.submit_plan(plan)
+    t, outs = run(loop, t, 1.3)
+    err = max(np.abs(o.setpoint.q - np.array(o.position)).max() for o in outs)
+    assert err < 2e-3
+    np.testing.assert_allclose(outs[-1].position, [0.1, 0.3, 0.2], atol=2e-4)
+    assert any("trajectory finished" in e for o in outs for e in o.events)
+
+
+def test_pd_only_tracks_worse_than_with_feedforward():
+    model = DeltaModel.from_robot("nt_robot")
+    errs = {}
+    for ff in ("none", "model"):
+        drives = SimulatedDriveSet("nt_robot", seed=1)
+        loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, feedforward=ff))
+        loop.activate()
+        t, _ = run(loop, 0.0, 0.2)
+        loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [0.6], [[0.5, 0.0, -0.2]]))
+        t, outs = run(loop, t, 0.6)
+        errs[ff] = np.sqrt(np.mean([np.sum((o.setpoint.q - np.array(o.position)) ** 2) for o in outs]))
+    assert errs["model"] < errs["none"] / 5
+
+
+def test_a_new_plan_replaces_the_running_one_smoothly(rig):
+    model, drives, loop = rig
+    t, _ = run(loop, 0.0, 0.05)
+    loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [1.0], [[0.5, 0.5, 0.5]]))
+    t, before = run(loop, t, 0.4)
+    cur = loop.current_setpoint()
+    assert np.abs(cur.qd).max() > 0.1                      # moving
+    loop.submit_plan(build_plan(model, t, cur, t, [1.0], [[0.0, 0.2, 0.4]]))
+    t, after = run(loop, t, 0.05)
+    sp0, sp1 = before[-1].setpoint, after[0].setpoint
+    assert np.abs(sp1.q - sp0.q).max() < 0.02                # no jump in position
+    assert np.abs(sp1.qd - sp0.qd).max() < 0.2               # nor in velocity
+    t, _ = run(loop, t, 1.2)
+    np.testing.assert_allclose(loop.drives.read().position, [0.0, 0.2, 0.4], atol=5e-4)
+
+
+def test_every_bad_trajectory_is_rejected_with_its_reason(rig):
+    model, _, loop = rig
+    cur = Setpoint.hold([0.2, 0.2, 0.2])
+    cases = [
+        (([0.5], [[np.nan, 0.2, 0.2]]), "point 0: positions must be finite"),
+        (([0.5, 0.5], [[0.3, 0.2, 0.2], [0.3, 0.2, 0.2]]), "point 1: time_from_start must increase"),
+        (([0.02], [[0.8, 0.2, 0.2]]), "too fast: arm_1_joint velocity"),
+        (([0.5], [[1.8, 0.2, 0.2]]), "arm_1_joint position 1.8"),
+        (([0.0], [[0.5, 0.2, 0.2]]), "point 0 at time 0 is at"),
+        (([], np.zeros((0, 3))), "no points"),
+    ]
+    for (times, q), reason in cases:
+        with pytest.raises(TrajectoryRejected, match=reason):
+            build_plan(model, 1.0, cur, 1.0, times, q)
+    with pytest.raises(TrajectoryRejected, match="ended .* ago"):
+        build_plan(model, 10.0, cur, 1.0, [0.5], [[0.3, 0.2, 0.2]])
+    with pytest.raises(TrajectoryRejected, match=r"unknown joint names \['bogus'\]"):
+        match_joint_names(model, ["arm_1_joint", "arm_2_joint", "bogus"])
+    with pytest.raises(TrajectoryRejected, match="unreachable"):
+        cartesian_to_joint(model, [[0.0, 0.0, -3.0]])
+    kind, order = match_joint_names(model, ["platform_z", "platform_x", "platform_y"])
+    assert kind == "platform" and order == [1, 2, 0]
+
+
+def test_torque_demand_beyond_the_limits_is_rejected():
+    model = DeltaModel.from_robot("nt_robot")
+    cur = Setpoint.hold([0.0, 0.0, 0.0])
+    # within velocity/acceleration limits of a weak variant, but not its torque limits
+    r = model.robot
+    weak = DeltaModel(r.replace(limits=r.limits.__class__(**{**r.limits.__dict__, "torque": (5.0, 5.0, 5.0)})))
+    with pytest.raises(TrajectoryRejected, match="needs .* N m, more than its torque limit 5"):
+        build_plan(weak, 0.0, cur, 0.0, [1.0], [[0.3, 0.3, 0.3]])
+
+
+def test_past_start_time_skips_the_points_already_due(rig):
+    model, _, loop = rig
+    cur = Setpoint.hold([0.0, 0.0, 0.0])
+    plan = build_plan(model, 10.0, cur, 9.5, [1.0, 2.0], [[0.1, 0.1, 0.1], [0.2, 0.2, 0.2]])
+    assert plan.start_time == 10.0 and plan.end_time == pytest.approx(11.5)
+    future = build_plan(model, 10.0, cur, 12.0, [1.0], [[0.1, 0.1, 0.1]])
+    np.testing.assert_allclose(future.sample(11.0).q, 0.0)       # holds until its start
+
+
+def test_watchdog_holds_the_robot_when_streamed_commands_stop(rig):
+    model, drives, loop = rig
+    t, _ = run(loop, 0.0, 0.05)
+    q0 = np.array(drives.read().position)
+    events = []
+    for k in range(100):                                         # 0.2 s of streaming towards +0.1 rad
+        loop.submit_command(t, q=q0 + 0.001 * k)
+        t, outs = run(loop, t, DT)
+        events += [e for o in outs for e in o.events]
+    assert not any("watchdog" in e for e in events)
+    t, outs = run(loop, t, loop.cfg.command_timeout + 0.3)
+    events += [e for o in outs for e in o.events]
+    assert sum("watchdog" in e for e in events) == 1
+    held = [np.array(o.position) for o in outs[-50:]]
+    assert np.abs(held[-1] - held[0]).max() < 1e-4               # standing still
+    assert np.abs(held[-1] - (q0 + 0.099)).max() < 0.02
+
+
+def test_emergency_stop_holds_and_refuses_commands_until_reset(rig):
+    model, drives, loop = rig
+    t, _ = run(loop, 0.0, 0.05)
+    loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [1.0], [[0.5, 0.5, 0.5]]))
+    t, _ = run(loop, t, 0.3)
+    loop.emergency_stop("test")
+    assert drives.state is DriveState.QUICK_STOP
+    t, outs = run(loop, t, 0.3)
+    assert np.abs(np.array(outs[-1].position) - np.array(outs[0].position)).max() < 1e-9
+    with pytest.raises(DriveError, match="stopped"):
+        loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [1.0], [[0.1, 0.1, 0.1]]))
+    loop.reset()
+    assert drives.state is DriveState.ENABLED
+    loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [1.0], [[0.1, 0.1, 0.1]]))
+    t, _ = run(loop, t, 1.2)
+    np.testing.assert_allclose(drives.read().position, [0.1, 0.1, 0.1], atol=5e-4)
+
+
+def test_drive_fault_quick_stops_and_names_the_axis(rig):
+    model, drives, loop = rig
+    t, _ = run(loop, 0.0, 0.05)
+    drives.inject_fault(1, "overcurrent")
+    t, outs = run(loop, t, 0.05)
+    events = [e for o in outs for e in o.events]
+    assert any("arm_2_joint: overcurrent" in e for e in events)
+    assert "drive fault" in loop.stopped_reason
+    with pytest.raises(DriveError):
+        drives.write(torque=[0, 0, 0])
+
+
+def test_limits_trip_a_quick_stop():
+    model = DeltaModel.from_robot("nt_robot")
+    drives = SimulatedDriveSet("nt_robot")
+    drives.set_joint_positions([model.q_hi[0] + 0.2, 0.5, 0.5])
+    loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT))
+    loop.activate()
+    out = loop.cycle(0.0)
+    assert any("arm_1_joint at" in e and "outside its limits" in e for e in out.events)
+    assert drives.state is DriveState.QUICK_STOP
+
+
+def test_position_mode_drives_follow_too():
+    model = DeltaModel.from_robot("nt_robot")
+    drives = SimulatedDriveSet("nt_robot", mode="position")
+    loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, feedforward="model"))
+    loop.activate()
+    t, _ = run(loop, 0.0, 0.05)
+    loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [0.8], [[0.3, 0.1, 0.2]]))
+    t, _ = run(loop, t, 1.2)
+    np.testing.assert_allclose(drives.read().position, [0.3, 0.1, 0.2], atol=1e-3)
+
+
+def test_platform_points_go_through_inverse_kinematics(rig):
+    model, drives, loop = rig
+    X_goal = np.array([0.05, -0.04, -0.7])
+    q, qd, qdd = cartesian_to_joint(model, [X_goal])
+    np.testing.assert_allclose(q[0], inverse_kinematics(model, X_goal))
+    t, _ = run(loop, 0.0, 0.05)
+    loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [1.0], q))
+    t, _ = run(loop, t, 1.3)
+    np.testing.assert_allclose(forward_kinematics(model, drives.read().position), X_goal, atol=2e-4)
