@@ -161,6 +161,18 @@ class ControlLoop:
             self._plan, self._hold = None, None
             self._watchdog_fired = False
 
+    def hold(self) -> None:
+        """Stop following the plan or stream and hold the current setpoint's position."""
+        with self._lock:
+            base = self._last_sp or Setpoint.hold(self.drives.read().position)
+            self._plan, self._stream = None, None
+            self._hold = Setpoint.hold(base.q)
+
+    def is_following(self, plan) -> bool:
+        """Whether ``plan`` is still the plan being executed (not finished nor replaced)."""
+        with self._lock:
+            return self._plan is plan
+
     def set_feedforward(self, stamp: float, tau) -> None:
         self._ff = (stamp, np.asarray(tau, dtype=float))
 
