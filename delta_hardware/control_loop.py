@@ -75,6 +75,8 @@ class LoopStats:
     def __init__(self, size: int = 5000):
         self.periods = np.zeros(size)
         self.n = 0
+        self.latencies = np.zeros(size)     # s from publishing a desired state to its feedforward
+        self.n_lat = 0
         self.limit_hits = [0, 0, 0]
         self.ff_topic = 0
         self.ff_model = 0
@@ -84,11 +86,19 @@ class LoopStats:
         self.periods[self.n % len(self.periods)] = dt
         self.n += 1
 
+    def add_latency(self, dt: float):
+        self.latencies[self.n_lat % len(self.latencies)] = dt
+        self.n_lat += 1
+
     def summary(self) -> dict:
         p = self.periods[:min(self.n, len(self.periods))]
         if len(p) == 0:
             return {"cycles": 0}
-        return {"cycles": self.n, "period_mean_ms": 1e3 * float(p.mean()),
+        lat = self.latencies[:min(self.n_lat, len(self.latencies))]
+        extra = {} if len(lat) == 0 else {
+            "feedforward_latency_p50_ms": 1e3 * float(np.percentile(lat, 50)),
+            "feedforward_latency_p99_ms": 1e3 * float(np.percentile(lat, 99))}
+        return {**extra, "cycles": self.n, "period_mean_ms": 1e3 * float(p.mean()),
                 "period_p50_ms": 1e3 * float(np.percentile(p, 50)),
                 "period_p99_ms": 1e3 * float(np.percentile(p, 99)),
                 "period_max_ms": 1e3 * float(p.max()),
@@ -101,6 +111,7 @@ class ControlLoop:
 
     def __init__(self, model, drives, config: LoopConfig | None = None):
         self.model = model
+        self.ff_model = model                 # the model of the in-process feedforward
         self.drives = drives
         self.cfg = config or LoopConfig()
         self.period = 1.0 / self.cfg.rate
@@ -161,6 +172,19 @@ class ControlLoop:
             self._plan, self._hold = None, None
             self._watchdog_fired = False
 
+    def reconfigure(self, feedforward=None, model=None, kp=None, kd=None) -> None:
+        """Change the control law while running: feedforward source, the model used for the
+        in-process feedforward (e.g. identified parameters), the gains."""
+        with self._lock:
+            if feedforward is not None:
+                self.cfg.feedforward = feedforward
+            if model is not None:
+                self.ff_model = model
+            if kp is not None:
+                self.kp = np.asarray(kp, dtype=float)
+            if kd is not None:
+                self.kd = np.asarray(kd, dtype=float)
+
     def hold(self) -> None:
         """Stop following the plan or stream and hold the current setpoint's position."""
         with self._lock:
@@ -173,8 +197,13 @@ class ControlLoop:
         with self._lock:
             return self._plan is plan
 
-    def set_feedforward(self, stamp: float, tau) -> None:
+    def set_feedforward(self, stamp: float, tau, received: float | None = None) -> None:
+        """A feedforward torque for the setpoint at time ``stamp``. With ``received`` (the
+        clock at arrival), its latency from the desired state's publication (``stamp`` - one
+        period, see the hardware node) goes into the statistics."""
         self._ff = (stamp, np.asarray(tau, dtype=float))
+        if received is not None:
+            self.stats.add_latency(received - (stamp - self.period))
 
     def emergency_stop(self, reason: str) -> None:
         with self._lock:
@@ -275,8 +304,9 @@ class ControlLoop:
         return self.model_feedforward(sp)
 
     def model_feedforward(self, sp: Setpoint) -> np.ndarray:
-        X, Xd, Xdd = cartesian_state(self.model, sp.q, sp.qd, sp.qdd)
-        return inverse_dynamics(self.model, X, Xd, Xdd)
+        m = self.ff_model
+        X, Xd, Xdd = cartesian_state(m, sp.q, sp.qd, sp.qdd)
+        return inverse_dynamics(m, X, Xd, Xdd)
 
     def _check_limits(self, q, qd) -> str:
         m = self.cfg.position_margin

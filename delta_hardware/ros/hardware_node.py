@@ -48,7 +48,8 @@ PARAMETERS = {
     "control_rate": 500.0,            # Hz
     "kp": [600.0, 600.0, 600.0],      # N m / rad
     "kd": [30.0, 30.0, 30.0],         # N m s / rad
-    "feedforward": "topic",           # topic | model | none
+    "feedforward": "topic",           # topic | model | none (changeable at run time)
+    "feedforward_robot": "",          # robot file of the in-process feedforward model (default: robot); run time
     "feedforward_timeout": 0.01,      # s
     "command_timeout": 0.5,           # s
     "max_command_step": 0.1,          # rad: a streamed position further from the setpoint is refused
@@ -73,6 +74,40 @@ class HardwareNode(LifecycleNode):
         self._cycle_lock = threading.Lock()
         self._diag_timer = None
         self._action_server = None
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    RUNTIME = ("feedforward", "feedforward_robot", "kp", "kd")
+
+    def _on_set_parameters(self, params):
+        """Run-time changes of the control law; anything else needs a reconfigure."""
+        from rcl_interfaces.msg import SetParametersResult
+        if self.loop is None:
+            return SetParametersResult(successful=True)
+        changes = {}
+        try:
+            for p in params:
+                if p.name not in self.RUNTIME:
+                    if p.name in PARAMETERS and p.value != self.get_parameter(p.name).value:
+                        return SetParametersResult(successful=False, reason=f"{p.name} can only change "
+                                                   "while unconfigured (deactivate, cleanup, set, configure)")
+                    continue
+                if p.name == "feedforward":
+                    if p.value not in ("topic", "model", "none"):
+                        raise ValueError(f"feedforward must be topic, model or none, got {p.value!r}")
+                    changes["feedforward"] = p.value
+                elif p.name == "feedforward_robot":
+                    changes["model"] = DeltaModel(load_robot(p.value or self.get_parameter("robot").value))
+                else:
+                    v = [float(x) for x in p.value]
+                    if len(v) != 3 or not all(np.isfinite(v)) or min(v) < 0:
+                        raise ValueError(f"{p.name} must be 3 numbers >= 0, got {v}")
+                    changes[p.name] = np.array(v)
+        except (RobotFileError, ValueError, TypeError) as e:
+            return SetParametersResult(successful=False, reason=str(e))
+        self.loop.reconfigure(**changes)
+        if changes:
+            self.event(f"control law updated: {', '.join(sorted(changes))}")
+        return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ lifecycle
     def on_configure(self, state: State) -> TransitionCallbackReturn:
@@ -93,6 +128,8 @@ class HardwareNode(LifecycleNode):
                                drives_config=p["drives_config"], rate=float(p["control_rate"]))
             self.drives = make_drives(p["hardware"], robot, **options)
             self.loop = ControlLoop(self.model, self.drives, cfg)
+            if p["feedforward_robot"]:
+                self.loop.reconfigure(model=DeltaModel(load_robot(p["feedforward_robot"])))
         except (RobotFileError, DriveError, ValueError) as e:
             self.get_logger().error(f"configure failed, staying unconfigured: {e}")
             self._close_drives()
@@ -374,7 +411,7 @@ class HardwareNode(LifecycleNode):
         except (TrajectoryRejected, ValueError):
             return
         if tau is not None and kind == "joint" and np.isfinite(tau).all():
-            self.loop.set_feedforward(to_sec(msg.header.stamp), tau)
+            self.loop.set_feedforward(to_sec(msg.header.stamp), tau, received=self._now())
 
     def _on_estop(self, request, response):
         if self.loop is None:
