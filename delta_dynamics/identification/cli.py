@@ -1,0 +1,330 @@
+"""``delta-identify``: refit a robot's dynamic parameters from recorded joint data.
+
+    delta-identify --robot <name|file> --data <csv|bag> [--topic /joint_states]
+                   [--method ols|wls|bounded|tsvd|dls|rls|pso|all] [--validate <csv|bag>]
+                   [--out identified.yaml] [--report out/ident]
+    delta-identify excite --robot <name|file> --out excite.csv [--period 5 --harmonics 5 ...]
+
+Bad input (missing file, topic, joints, effort, NaN samples, too few samples, data that do
+not excite the parameters, ...) ends with ``delta-identify: error: <message>`` on stderr
+and exit status 2; a file that cannot be written with status 1. See docs/identification.md.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+import numpy as np
+
+PROG = "delta-identify"
+
+
+# ----------------------------------------------------------------------------- progress bar
+
+class ProgressBar:
+    """A one-line progress bar on stderr, redrawn at most 10 times a second."""
+
+    def __init__(self, label: str, enabled: bool, stream=None, width: int = 30):
+        self.label, self.enabled, self.width = label, enabled, width
+        self.stream = stream or sys.stderr
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int, value: float | None = None):
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if done < total and now - self.last < 0.1:
+            return
+        self.last = now
+        frac = done / total if total else 1.0
+        n = int(round(self.width * frac))
+        el = now - self.t0
+        eta = el / frac - el if frac > 0 else 0.0
+        extra = f"  best {value:.6g}" if value is not None and math.isfinite(value) else ""
+        self.stream.write(f"\r{self.label} [{'#' * n}{'.' * (self.width - n)}] {100 * frac:5.1f} % "
+                          f"{done}/{total}  {el:5.1f} s, {eta:5.1f} s left{extra}   ")
+        self.shown = True
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+# ----------------------------------------------------------------------------- arguments
+
+def _identify_parser():
+    from .estimators import METHODS
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Identify the dynamic parameters of a Delta robot from joint positions "
+        "and efforts (CSV or rosbag2) and write an updated robot file. "
+        f"'{PROG} excite --help' designs an excitation trajectory.",
+        epilog="Docs: docs/identification.md")
+    p.add_argument("--robot", required=True, help="robot preset name or robot file (YAML)")
+    p.add_argument("--data", required=True, help="CSV file (t,q1..3,tau1..3) or rosbag2 bag (dir, .db3, .mcap)")
+    p.add_argument("--topic", default="/joint_states", help="JointState topic in a bag (default /joint_states)")
+    p.add_argument("--effort", choices=("torque", "current"), default="torque",
+                   help="what JointState.effort holds: arm torque (N m) or motor current (A; "
+                        "times torque_constant * gear_ratio)")
+    p.add_argument("--stamp", choices=("header", "receive"), default="header",
+                   help="bag time base: message header stamp (default) or bag receive time")
+    p.add_argument("--method", choices=METHODS + ("all",), default="bounded",
+                   help="estimator (default bounded: LS with masses, inertias, friction >= 0); "
+                        "'all' compares every method")
+    p.add_argument("--params", choices=("explicit", "kim"), default="explicit",
+                   help="parameter set: the explicit model's 14 lumped parameters (default) or "
+                        "Kim et al.'s 11 (eq. 30)")
+    p.add_argument("--stribeck", action="store_true", help="also identify the Stribeck break-away torques (explicit set)")
+    p.add_argument("--validate", help="CSV or bag to validate on (not used for fitting)")
+    p.add_argument("--out", help="identified robot file to write (YAML, same schema as config/robots)")
+    p.add_argument("--report", help="directory for PNG plots and summary.md")
+    g = p.add_argument_group("preprocessing")
+    g.add_argument("--derivative", choices=("filter", "central"), default="filter",
+                   help="filter: zero-phase low-pass then central differences (default); central: plain central differences")
+    g.add_argument("--cutoff", type=float, default=20.0, help="low-pass cutoff in Hz (default 20)")
+    g.add_argument("--filter-order", type=int, default=4, help="Butterworth order (default 4)")
+    g.add_argument("--no-parallel-filter", action="store_true",
+                   help="do not pass the regressor and torques through the same filter")
+    g.add_argument("--decimate", type=int, default=1, help="keep every n-th sample after filtering")
+    g.add_argument("--resample", choices=("auto", "always", "never"), default="auto",
+                   help="resample irregular time stamps onto a uniform grid (default: when jitter > 5 %%)")
+    g.add_argument("--rate", type=float, help="resampling rate in Hz (default: 1 / median step)")
+    g.add_argument("--gap-factor", type=float, default=5.0, help="a step longer than this times the median splits the data")
+    g.add_argument("--trim", type=int, help="samples dropped at each segment end (default 2 fs / cutoff)")
+    g.add_argument("--strict-time", action="store_true", help="duplicate or backwards time stamps are errors (default: dropped and reported)")
+    g = p.add_argument_group("estimators")
+    g.add_argument("--rank-tol", type=float, default=1e-6, help="relative tolerance of the base-parameter rank test")
+    g.add_argument("--hold-unidentifiable", action="store_true",
+                   help="keep parameters the data do not excite at the robot file's values instead of failing")
+    g.add_argument("--tsvd-tol", type=float, default=1e-3, help="TSVD: drop singular values below this fraction of the largest")
+    g.add_argument("--dls-damping", type=float, default=1e-3, help="DLS: damping relative to the largest singular value")
+    g.add_argument("--dls-prior", choices=("nominal", "zero"), default="nominal", help="DLS: damp towards the robot file's values or zero")
+    g.add_argument("--forgetting", type=float, default=1.0, help="RLS forgetting factor in (0, 1]")
+    g.add_argument("--pso-particles", type=int, default=300, help="PSO swarm size N_p (default 300)")
+    g.add_argument("--pso-neighbours", type=int, default=60, help="PSO cyclic neighbourhood N_s (even, default 60)")
+    g.add_argument("--pso-iterations", type=int, default=1000, help="PSO iterations (default 1000)")
+    g.add_argument("--pso-samples", type=int, default=20000,
+                   help="PSO uses at most this many samples, evenly strided (default 20000; 0: all)")
+    g.add_argument("--seed", type=int, default=0, help="random seed (PSO)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the result tables")
+    return p
+
+
+def _excite_parser():
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} excite", description="Design an excitation trajectory (finite Fourier series in joint "
+        "space, optimised for the regressor's condition number, inside every limit) and write it as a "
+        "platform trajectory CSV (t,x,y,z,xd,yd,zd,xdd,ydd,zdd) like 'delta-dynamics trajectory'.")
+    p.add_argument("--robot", required=True, help="robot preset name or robot file")
+    p.add_argument("--out", required=True, help="trajectory CSV to write")
+    p.add_argument("--period", type=float, default=5.0, help="period of the Fourier series in s (default 5)")
+    p.add_argument("--harmonics", type=int, default=5, help="number of harmonics (default 5)")
+    p.add_argument("--cycles", type=int, default=4, help="periods written to the CSV (default 4)")
+    p.add_argument("--dt", type=float, default=1e-3, help="sample time of the CSV in s (default 0.001)")
+    p.add_argument("--scale", type=float, default=0.8, help="fraction of the velocity, acceleration, torque limits to use (default 0.8)")
+    p.add_argument("--margin", type=float, default=0.05, help="distance from the position limits in rad (default 0.05)")
+    p.add_argument("--min-measure", type=float, default=0.05, help="lowest singularity measure allowed (default 0.05)")
+    p.add_argument("--params", choices=("explicit", "kim"), default="explicit", help="parameter set to optimise for")
+    p.add_argument("--starts", type=int, default=3, help="random starts of the optimiser (default 3)")
+    p.add_argument("--maxiter", type=int, default=60, help="optimiser iterations per start (default 60)")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
+    return p
+
+
+class _Exit(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def _progress_enabled(args) -> bool:
+    if args.no_progress:
+        return False
+    return bool(args.progress or sys.stderr.isatty())
+
+
+# ----------------------------------------------------------------------------- identify
+
+def _table(header, rows) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = lambda r: "  ".join(str(x).rjust(w) if i else str(x).ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def _load(path, robot, args):
+    from .data import read_joint_data
+    return read_joint_data(path, robot, topic=args.topic, effort=args.effort, stamp=args.stamp)
+
+
+def run_identify(argv) -> int:
+    args = _identify_parser().parse_args(argv)
+    from delta_description.robot_file import load_robot
+
+    from .data import Preprocessing, preprocess
+    from .estimators import METHODS
+    from .pipeline import Options, build_problem, identify
+    from .regressors import parameter_set
+    from .robot_update import identified_robot, model_from_robot_file, write_robot_file
+
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a))
+    robot = load_robot(args.robot)
+    model = model_from_robot_file(robot)
+    pset = parameter_set(args.params, stribeck=args.stribeck)
+    pre = Preprocessing(derivative=args.derivative, cutoff=args.cutoff, order=args.filter_order,
+                        parallel_filter=not args.no_parallel_filter, resample=args.resample, rate=args.rate,
+                        gap_factor=args.gap_factor, trim=args.trim, decimate=args.decimate,
+                        strict_time=args.strict_time)
+    opts = Options(params=args.params, stribeck=args.stribeck, rank_tol=args.rank_tol,
+                   hold_unidentifiable=args.hold_unidentifiable, tsvd_tol=args.tsvd_tol,
+                   dls_damping=args.dls_damping, dls_prior=args.dls_prior, rls_forgetting=args.forgetting,
+                   pso_particles=args.pso_particles, pso_neighbours=args.pso_neighbours,
+                   pso_iterations=args.pso_iterations, pso_samples=args.pso_samples or None, seed=args.seed)
+    t0 = time.perf_counter()
+    data = _load(args.data, robot, args)
+    prepared = preprocess(data, pre)
+    problem = build_problem(model, prepared, pset)
+    vproblem = None
+    if args.validate:
+        vdata = _load(args.validate, robot, args)
+        vproblem = build_problem(model, preprocess(vdata, pre), pset, what="validation")
+    say(f"{PROG}: robot {robot.name} ({robot.source}), {len(problem)} samples from {prepared.source}"
+        + (f", {len(vproblem)} validation samples from {vproblem.source}" if vproblem else ""))
+    for n in problem.notes:
+        say(f"  {n}")
+    if vproblem is not None:
+        for n in vproblem.notes:
+            if n not in problem.notes:
+                say(f"  validation: {n}")
+    say(f"  preprocessing and regressor: {time.perf_counter() - t0:.3f} s")
+
+    methods = list(METHODS) if args.method == "all" else [args.method]
+    results = []
+    for meth in methods:
+        bar = ProgressBar(f"{meth:>7}", _progress_enabled(args) and meth == "pso")
+        results.append(identify(problem, meth, opts, validation=vproblem, progress=bar))
+    base = results[0].base
+    say(f"\nbase parameters: rank {base.rank} of {len(base.names)}, condition number "
+        f"{base.condition:.4g} (column-normalised regressor)")
+    if base.dependent:
+        say("  not identifiable, held at the robot file's values: " + "; ".join(base.explain_dependent()))
+        say("  identifiable combinations: " + ", ".join(base.combinations()))
+
+    def score(r):
+        m = r.validation or r.fit
+        return float(sum(m["fitness"]))
+
+    chosen = max(results, key=score) if len(results) > 1 else results[0]
+    which = "validation" if vproblem is not None else "fitting"
+    if len(results) > 1:
+        rows = []
+        for r in results:
+            m = r.validation or r.fit
+            rows.append([r.method, *(f"{v:.4f}" for v in m["fitness"]), f"{np.mean(m['rms_error']):.4g}",
+                         f"{r.seconds:.3f}"])
+        print(f"\nmodel fitness (Kim et al. eq. 41) on the {which} data:")
+        print(_table(["method", "tau_1", "tau_2", "tau_3", "RMS err [N m]", "time [s]"], rows))
+        print(f"best: {chosen.method}")
+    # parameter table of the chosen result
+    rows = []
+    for n, u, nom, v, s in zip(chosen.names, chosen.pset.units, chosen.nominal, chosen.values, chosen.estimate.std):
+        held = n in chosen.held
+        rows.append([n, u, f"{nom:.6g}", f"{v:.6g}", "held" if held else (f"{s:.3g}" if math.isfinite(s) else "-"),
+                     "" if held or not math.isfinite(s) or v == 0 else f"{100 * s / abs(v):.3g} %"])
+    print(f"\nparameters ({chosen.method}, {chosen.pset.key} set):")
+    print(_table(["parameter", "unit", "robot file", "estimate", "std", "rel. std"], rows))
+    fm = chosen.fit
+    print(f"\nfitness on the fitting data:    " + "  ".join(f"{v:.4f}" for v in fm["fitness"])
+          + f"   RMS error [N m]: " + "  ".join(f"{v:.4g}" for v in fm["rms_error"]))
+    if chosen.validation:
+        vm = chosen.validation
+        print(f"fitness on the validation data: " + "  ".join(f"{v:.4f}" for v in vm["fitness"])
+              + f"   RMS error [N m]: " + "  ".join(f"{v:.4g}" for v in vm["rms_error"]))
+    if args.out:
+        new = identified_robot(robot, chosen, model, prepared.source, vproblem.source if vproblem else None)
+        try:
+            path = write_robot_file(args.out, new, header=f"{robot.name}: dynamic parameters identified by {PROG} "
+                                                          f"({chosen.method}) from {prepared.source}")
+        except OSError as e:
+            raise _Exit(1, f"cannot write {args.out}: {e.strerror or e}") from None
+        say(f"\nwrote {path}")
+    else:
+        say("\n(no --out given: no robot file written)")
+    if args.report:
+        from .report import write_report
+        try:
+            files = write_report(args.report, results, problem, vproblem, chosen, robot_name=robot.name,
+                                 data_source=prepared.source, validation_source=vproblem.source if vproblem else None,
+                                 out_file=args.out)
+        except OSError as e:
+            raise _Exit(1, f"cannot write the report to {args.report}: {e.strerror or e}") from None
+        say(f"wrote {len(files)} report files to {args.report}")
+    return 0
+
+
+# ----------------------------------------------------------------------------- excite
+
+def run_excite(argv) -> int:
+    args = _excite_parser().parse_args(argv)
+    from delta_dynamics.model import DeltaModel
+
+    from . import IdentificationError
+    from .excitation import design_excitation, write_trajectory_csv
+
+    if not args.dt > 0:
+        raise IdentificationError(f"--dt must be > 0 s, got {args.dt}")
+    model = DeltaModel.from_robot(args.robot)
+    bar = ProgressBar("optimising", _progress_enabled(args))
+    res = design_excitation(model, period=args.period, harmonics=args.harmonics, seed=args.seed,
+                            scale=args.scale, margin=args.margin, min_measure=args.min_measure,
+                            starts=args.starts, maxiter=args.maxiter, params=args.params,
+                            progress=lambda s, n, c: bar(s, n, c))
+    if res.violations:
+        raise IdentificationError("the optimised trajectory breaks limits: " + "; ".join(res.violations))
+    try:
+        path = write_trajectory_csv(args.out, model, res.trajectory, dt=args.dt, cycles=args.cycles)
+    except OSError as e:
+        raise _Exit(1, f"cannot write {args.out}: {e.strerror or e}") from None
+    m = res.margins
+    print(f"{PROG} excite: {args.cycles} x {args.period:g} s, {args.harmonics} harmonics, condition number "
+          f"{res.condition:.4g} ({args.params} set); wrote {path}")
+    print("  peak |q_d| [rad/s]: " + "  ".join(f"{v:.3g}" for v in
+          (args.scale * np.array(model.robot.limits.velocity) - np.array(m["velocity"]))))
+    print("  peak |tau| [N m]:   " + "  ".join(f"{v:.3g}" for v in
+          (args.scale * np.array(model.robot.limits.torque) - np.array(m["torque"]))))
+    print("  Fourier coefficients: " + str(res.trajectory.to_dict()))
+    return 0
+
+
+# ----------------------------------------------------------------------------- main
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from delta_description.robot_file import RobotFileError
+
+    from . import IdentificationError
+    try:
+        if argv and argv[0] == "excite":
+            return run_excite(argv[1:])
+        return run_identify(argv)
+    except _Exit as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return e.code
+    except (IdentificationError, RobotFileError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:   # e.g. UnreachableError from the model on bad data
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\n{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,548 @@
+"""Measured joint data in: CSV files and rosbag2 bags, checks, resampling, differentiation.
+
+Sources
+-------
+* CSV (:func:`read_csv`): a header line, then one sample per line. Required columns
+  ``t,q1,q2,q3,tau1,tau2,tau3`` (s, rad, N m at the arm); optional ``qd1,qd2,qd3`` (rad/s)
+  and ``qdd1,qdd2,qdd3`` (rad/s^2), used instead of differentiating when present. Column
+  order is free, other columns are ignored, lines starting with ``#`` are comments.
+* rosbag2 (:func:`read_bag`): a bag directory (``metadata.yaml``) or a single ``.db3`` /
+  ``.mcap`` file, read with ``rosbags`` (no ROS install needed). Messages of type
+  ``sensor_msgs/msg/JointState`` on one topic; joints are matched by the robot file's
+  ``joint_names`` (order free, extra joints ignored); time is the header stamp (or the bag's
+  receive time); effort is the arm torque, or the motor current (then
+  tau = current * torque_constant * gear_ratio from the robot file).
+
+Preprocessing (:func:`preprocess`, options :class:`Preprocessing`)
+------------------------------------------------------------------
+1. Samples whose time is not later than every earlier sample (duplicates, time going
+   backwards) are dropped and reported (or rejected with ``strict_time``).
+2. A step longer than ``gap_factor`` times the median step splits the data into segments;
+   each segment is treated on its own.
+3. A segment whose steps jitter by more than ``jitter_tol`` (relative) is resampled onto a
+   uniform grid (positions: cubic spline; torques, velocities: linear).
+4. Derivatives: ``central`` differences (Kim et al.'s way): q_d(k) = (q(k+1) - q(k-1)) / 2h,
+   q_dd(k) = (q(k+1) - 2 q(k) + q(k-1)) / h^2; or ``filter``: the positions are first
+   low-passed with a zero-phase Butterworth filter (``scipy.signal.sosfiltfilt``, order
+   ``order``, ``cutoff`` Hz), then differentiated as above.
+5. Parallel filtering (Gautier 1997; with ``filter`` and ``parallel_filter``): when the
+   regressor is built (:func:`.pipeline.build_problem`) its columns *and* the torques pass
+   through the same zero-phase filter, so filter(tau) = filter(Y) pi holds exactly for
+   constant pi. Filtering only the torques would smear the Coulomb steps that the regressor
+   keeps sharp and bias the friction estimates.
+6. ``trim`` samples are dropped at both ends of each segment after that (edge effects of the
+   filters and of the differences; default 2 fs / cutoff, or 1 for plain central
+   differences), then every ``decimate``-th sample is kept. Segments shorter than
+   ``min_segment`` samples are dropped.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import IdentificationError
+
+REQUIRED_COLUMNS = ("t", "q1", "q2", "q3", "tau1", "tau2", "tau3")
+VELOCITY_COLUMNS = ("qd1", "qd2", "qd3")
+ACCELERATION_COLUMNS = ("qdd1", "qdd2", "qdd3")
+BAG_SUFFIXES = (".db3", ".mcap")
+JOINT_STATE = "sensor_msgs/msg/JointState"
+
+
+@dataclass
+class JointData:
+    """Raw samples: time (N,), positions, torques (N, 3), optional velocities/accelerations.
+
+    ``unit`` names a sample in messages ("line" for CSV, "message" for bags) and
+    ``first`` is the number of sample 0 (CSV: its line number).
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    tau: np.ndarray
+    qd: np.ndarray | None = None
+    qdd: np.ndarray | None = None
+    source: str = ""
+    unit: str = "sample"
+    first: int = 0
+    notes: list = field(default_factory=list)
+    lines: np.ndarray | None = None     # CSV: the line number of every sample
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def where(self, k: int) -> str:
+        if self.lines is not None:
+            return f"{self.unit} {int(self.lines[int(k)])}"
+        return f"{self.unit} {int(k) + self.first}"
+
+
+@dataclass
+class Prepared:
+    """Differentiated samples on uniform grids, segments concatenated, *not yet trimmed*.
+
+    ``segments`` are (start, stop) index ranges; :meth:`keep` gives the indices that
+    survive trimming and decimation. ``sos`` is the parallel filter (None: none).
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    segments: list
+    dt: float
+    source: str = ""
+    notes: list = field(default_factory=list)
+    sos: np.ndarray | None = None
+    trim: int = 1
+    decimate: int = 1
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def keep(self) -> np.ndarray:
+        """Indices of the samples used after trimming each segment and decimating."""
+        return np.concatenate([np.arange(a + self.trim, b - self.trim, self.decimate)
+                               for a, b in self.segments])
+
+    def filtered(self, arr) -> np.ndarray:
+        """``arr`` (first axis: samples) through the parallel filter, segment by segment."""
+        if self.sos is None:
+            return arr
+        from scipy.signal import sosfiltfilt
+        out = np.empty_like(arr)
+        for a, b in self.segments:
+            out[a:b] = sosfiltfilt(self.sos, arr[a:b], axis=0, padlen=min(b - a - 1, 3 * (2 * len(self.sos) + 1)))
+        return out
+
+
+@dataclass
+class Preprocessing:
+    """Options of :func:`preprocess` (see the module docstring)."""
+
+    derivative: str = "filter"      # 'filter' | 'central'
+    cutoff: float = 20.0            # Hz, low-pass cutoff for 'filter'
+    order: int = 4                  # Butterworth order (applied forward and backward)
+    parallel_filter: bool = True    # filter regressor columns and torques alike (with 'filter')
+    resample: str = "auto"          # 'auto' | 'always' | 'never'
+    rate: float | None = None       # Hz of the resampling grid (default 1 / median step)
+    jitter_tol: float = 0.05        # relative step deviation that makes 'auto' resample
+    gap_factor: float = 5.0         # a step > gap_factor * median step splits the data
+    trim: int | None = None         # samples cut at each segment end (None: automatic)
+    min_segment: int = 50           # shorter segments are dropped
+    min_samples: int = 100          # fewer usable samples in all is an error
+    decimate: int = 1               # keep every n-th sample after filtering
+    strict_time: bool = False       # duplicate / backwards timestamps are errors
+
+    def check(self):
+        if self.derivative not in ("filter", "central"):
+            raise IdentificationError(f"derivative must be 'filter' or 'central', got {self.derivative!r}")
+        if self.resample not in ("auto", "always", "never"):
+            raise IdentificationError(f"resample must be 'auto', 'always' or 'never', got {self.resample!r}")
+        if not (self.cutoff > 0 and math.isfinite(self.cutoff)):
+            raise IdentificationError(f"filter cutoff must be > 0 Hz, got {self.cutoff}")
+        if not 1 <= self.order <= 10:
+            raise IdentificationError(f"filter order must be 1..10, got {self.order}")
+        if self.decimate < 1:
+            raise IdentificationError(f"decimate must be >= 1, got {self.decimate}")
+        if not self.gap_factor > 1:
+            raise IdentificationError(f"gap factor must be > 1, got {self.gap_factor}")
+
+
+# ----------------------------------------------------------------------------- CSV
+
+def _missing(path) -> IdentificationError:
+    return IdentificationError(f"{path}: file not found")
+
+
+def read_csv(path: str | os.PathLike) -> JointData:
+    """Read a joint-data CSV file (format in the module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise _missing(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise IdentificationError(f"{path}: cannot read: {e}") from None
+    lines = text.splitlines()
+    hline = next((i for i, s in enumerate(lines) if s.strip() and not s.lstrip().startswith("#")), None)
+    if hline is None:
+        raise IdentificationError(f"{path}: empty file (expected a header line "
+                                  f"'{','.join(REQUIRED_COLUMNS)}' and samples)")
+    header = [h.strip().lower() for h in lines[hline].split(",")]
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise IdentificationError(f"{path}: line {hline + 1}: header lacks column(s) {', '.join(missing)} "
+                                  f"(need {','.join(REQUIRED_COLUMNS)}, optional qd1..3, qdd1..3; "
+                                  f"got {lines[hline].strip()!r})")
+    if len(set(header)) != len(header):
+        raise IdentificationError(f"{path}: line {hline + 1}: duplicate column names in the header")
+    ncol = len(header)
+    data_lines = [(i, s) for i, s in enumerate(lines[hline + 1:], start=hline + 2)
+                  if s.strip() and not s.lstrip().startswith("#")]
+    if not data_lines:
+        raise IdentificationError(f"{path}: no samples after the header")
+    try:  # fast path; on failure find the offending line ourselves
+        arr = np.loadtxt([s for _, s in data_lines], delimiter=",", ndmin=2, dtype=float)
+        if arr.shape[1] != ncol:
+            raise ValueError
+    except ValueError:
+        for lineno, s in data_lines:
+            fields = s.split(",")
+            if len(fields) != ncol:
+                raise IdentificationError(f"{path}: line {lineno}: {len(fields)} values, the header has {ncol}") from None
+            for name, f in zip(header, fields):
+                try:
+                    float(f)
+                except ValueError:
+                    raise IdentificationError(f"{path}: line {lineno}: column {name}: "
+                                              f"not a number: {f.strip()!r}") from None
+        raise IdentificationError(f"{path}: cannot parse the samples") from None
+    linenos = np.array([i for i, _ in data_lines])
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        k, j = np.argwhere(bad)[0]
+        raise IdentificationError(f"{path}: line {linenos[k]}: column {header[j]} is {arr[k, j]} "
+                                  "(every value must be a finite number)")
+    col = {h: i for i, h in enumerate(header)}
+
+    def cols(names):
+        return arr[:, [col[c] for c in names]]
+
+    qd = cols(VELOCITY_COLUMNS) if all(c in col for c in VELOCITY_COLUMNS) else None
+    qdd = cols(ACCELERATION_COLUMNS) if all(c in col for c in ACCELERATION_COLUMNS) else None
+    if qdd is not None and qd is None:
+        raise IdentificationError(f"{path}: accelerations qdd1..3 given without velocities qd1..3")
+    data = JointData(t=arr[:, col["t"]].copy(), q=cols(("q1", "q2", "q3")), tau=cols(("tau1", "tau2", "tau3")),
+                     qd=qd, qdd=qdd, source=str(path), unit="line", lines=linenos)
+    return data
+
+
+def write_csv(path, t, q, tau, qd=None, qdd=None) -> Path:
+    """Write joint data in the format :func:`read_csv` reads (atomically)."""
+    from delta_description.atomic_file import atomic_write_text
+    cols = [np.asarray(t, float)[:, None], np.asarray(q, float), np.asarray(tau, float)]
+    head = list(REQUIRED_COLUMNS)
+    if qd is not None:
+        cols.append(np.asarray(qd, float))
+        head += VELOCITY_COLUMNS
+    if qdd is not None:
+        cols.append(np.asarray(qdd, float))
+        head += ACCELERATION_COLUMNS
+    arr = np.hstack(cols)
+    body = "\n".join(",".join(f"{v:.12g}" for v in row) for row in arr.tolist())
+    return atomic_write_text(path, ",".join(head) + "\n" + body + "\n")
+
+
+# ----------------------------------------------------------------------------- rosbag2
+
+def is_bag(path) -> bool:
+    """True for a rosbag2 directory or a .db3 / .mcap file."""
+    p = Path(path)
+    return p.suffix in BAG_SUFFIXES or (p.is_dir() and (p / "metadata.yaml").exists())
+
+
+def _typestore():
+    from rosbags.typesys import Stores, get_typestore
+    return get_typestore(Stores.ROS2_JAZZY)
+
+
+def read_bag(path, joint_names, topic: str = "/joint_states", effort: str = "torque",
+             torque_factor: float = 1.0, stamp: str = "header") -> JointData:
+    """Read ``sensor_msgs/msg/JointState`` messages on ``topic`` from a rosbag2 bag.
+
+    ``joint_names``: the robot file's three names (matched by name in each message).
+    ``effort``: ``"torque"`` (N m at the arm) or ``"current"`` (A; multiplied by
+    ``torque_factor`` = torque_constant * gear_ratio). ``stamp``: ``"header"`` (the message's
+    header stamp; the bag's receive time where the stamp is zero) or ``"receive"``.
+    """
+    from rosbags.rosbag2 import Reader
+
+    path = Path(path)
+    if not path.exists():
+        raise _missing(path)
+    if effort not in ("torque", "current"):
+        raise IdentificationError(f"effort must be 'torque' or 'current', got {effort!r}")
+    if stamp not in ("header", "receive"):
+        raise IdentificationError(f"stamp must be 'header' or 'receive', got {stamp!r}")
+    try:
+        reader = Reader(path)
+        reader.open()
+    except Exception as e:  # rosbags raises several types for unreadable bags
+        raise IdentificationError(f"{path}: not a readable rosbag2 bag: {e}") from None
+    try:
+        conns = [c for c in reader.connections if c.topic == topic]
+        if not conns:
+            have = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections})
+            raise IdentificationError(f"{path}: no topic {topic} in the bag (topics: "
+                                      f"{', '.join(have) if have else 'none'}); choose one with --topic")
+        wrong = sorted({c.msgtype for c in conns if c.msgtype != JOINT_STATE})
+        if wrong:
+            raise IdentificationError(f"{path}: topic {topic} carries {', '.join(wrong)}, not {JOINT_STATE}")
+        store = _typestore()
+        deser = store.deserialize_cdr
+        n = sum(c.msgcount for c in conns)
+        t_ns = np.empty(n, dtype=np.int64)
+        q = np.empty((n, 3))
+        tau = np.empty((n, 3))
+        cache: dict = {}
+        k = 0
+        for conn, rx, raw in reader.messages(connections=conns):
+            if k >= n:  # msgcount unknown or wrong: grow
+                t_ns = np.resize(t_ns, 2 * n + 16)
+                q = np.resize(q, (2 * n + 16, 3))
+                tau = np.resize(tau, (2 * n + 16, 3))
+                n = len(t_ns)
+            try:
+                msg = deser(raw, JOINT_STATE)
+            except Exception as e:
+                raise IdentificationError(f"{path}: {topic} message {k}: cannot decode: {e}") from None
+            names = tuple(msg.name)
+            idx = cache.get(names)
+            if idx is None:
+                pos = {nm: i for i, nm in enumerate(names)}
+                absent = [j for j in joint_names if j not in pos]
+                if absent:
+                    raise IdentificationError(
+                        f"{path}: {topic} message {k}: no joint {', '.join(repr(a) for a in absent)} "
+                        f"(the message names {list(names)}; the robot file's joint_names are "
+                        f"{list(joint_names)})")
+                idx = [pos[j] for j in joint_names]
+                cache[names] = idx
+            p, e = msg.position, msg.effort
+            if len(e) == 0:
+                raise IdentificationError(f"{path}: {topic} message {k}: JointState without effort "
+                                          "(the effort array is empty; identification needs joint torques or currents)")
+            if len(p) != len(names) or len(e) != len(names):
+                raise IdentificationError(f"{path}: {topic} message {k}: {len(names)} names but "
+                                          f"{len(p)} positions and {len(e)} efforts")
+            q[k] = p[idx]
+            tau[k] = e[idx]
+            hs = msg.header.stamp
+            h_ns = int(hs.sec) * 1_000_000_000 + int(hs.nanosec)
+            t_ns[k] = h_ns if (stamp == "header" and h_ns != 0) else int(rx)
+            k += 1
+    finally:
+        reader.close()
+    if k == 0:
+        raise IdentificationError(f"{path}: topic {topic} has no messages")
+    t_ns, q, tau = t_ns[:k], q[:k], tau[:k]
+    t = (t_ns - t_ns[0]).astype(float) * 1e-9
+    if effort == "current":
+        tau = tau * float(torque_factor)
+    data = JointData(t=t, q=q, tau=tau, source=f"{path} {topic}", unit=f"{topic} message", first=0)
+    data.notes.append(f"read {k} JointState messages from {path} topic {topic} "
+                      f"(effort as {effort}{'' if effort == 'torque' else f' x {torque_factor:g} N m/A'}, "
+                      f"time from the {'header stamp' if stamp == 'header' else 'bag receive time'})")
+    return data
+
+
+def write_bag(path, t, q, effort, joint_names, topic: str = "/joint_states",
+              storage: str = "sqlite3", velocity=None, extra_joints: int = 0, t0_ns: int = 1_700_000_000_000_000_000):
+    """Write a rosbag2 bag of JointState messages (for tests and synthetic data sets).
+
+    ``storage``: ``"sqlite3"`` or ``"mcap"``. ``extra_joints`` adds that many unrelated joints
+    in front of the robot's (to check matching by name). Stamps: ``t0_ns`` + t.
+    """
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    store = _typestore()
+    JointState = store.types[JOINT_STATE]
+    Header = store.types["std_msgs/msg/Header"]
+    Time = store.types["builtin_interfaces/msg/Time"]
+    plugin = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}[storage]
+    names = [f"extra_joint_{i}" for i in range(extra_joints)] + list(joint_names)
+    with Writer(path, version=9, storage_plugin=plugin) as w:
+        conn = w.add_connection(topic, JOINT_STATE, typestore=store)
+        for k in range(len(t)):
+            ns = int(t0_ns + round(float(t[k]) * 1e9))
+            pad = np.zeros(extra_joints)
+            pos = np.concatenate((pad, q[k]))
+            eff = np.concatenate((pad, effort[k])) if effort is not None else np.zeros(0)
+            vel = np.concatenate((pad, velocity[k])) if velocity is not None else np.zeros(0)
+            msg = JointState(header=Header(stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000),
+                                           frame_id=""),
+                             name=names, position=pos, velocity=vel, effort=eff)
+            w.write(conn, ns, store.serialize_cdr(msg, JOINT_STATE))
+    return Path(path)
+
+
+def read_joint_data(path, robot=None, topic: str = "/joint_states", effort: str = "torque",
+                    stamp: str = "header") -> JointData:
+    """A CSV file or a bag, by its name (bags need ``robot`` for joint names and motor data)."""
+    p = Path(path)
+    if not p.exists():
+        raise _missing(p)
+    if is_bag(p):
+        if robot is None:
+            raise IdentificationError(f"{p}: reading a bag needs the robot file (joint names)")
+        m = robot.mass.motor
+        return read_bag(p, robot.joint_names, topic=topic, effort=effort,
+                        torque_factor=m.torque_constant * m.gear_ratio, stamp=stamp)
+    if p.is_dir():
+        raise IdentificationError(f"{p}: a directory without metadata.yaml (not a rosbag2 bag)")
+    if effort != "torque":
+        raise IdentificationError(f"{p}: CSV files hold torques (tau1..3); --effort current applies to bags")
+    return read_csv(p)
+
+
+# ----------------------------------------------------------------------------- preprocessing
+
+def _check_finite(data: JointData):
+    for name, arr in (("t", data.t), ("q", data.q), ("tau", data.tau), ("qd", data.qd), ("qdd", data.qdd)):
+        if arr is None:
+            continue
+        a = np.asarray(arr, dtype=float)
+        bad = ~np.isfinite(a)
+        if bad.any():
+            k = int(np.argwhere(bad)[0][0])
+            col = "" if a.ndim == 1 else f"{name}{int(np.argwhere(bad)[0][1]) + 1}"
+            raise IdentificationError(f"{data.source}: {data.where(k)}: {col or name} is "
+                                      f"{a.reshape(len(a), -1)[k].tolist()} (NaN or infinite samples cannot be used)")
+
+
+def _second_difference(x, h):
+    """(q_d, q_dd) by central differences on a uniform grid; the two end samples are copies."""
+    qd = np.empty_like(x)
+    qdd = np.empty_like(x)
+    qd[1:-1] = (x[2:] - x[:-2]) / (2.0 * h)
+    qdd[1:-1] = (x[2:] - 2.0 * x[1:-1] + x[:-2]) / (h * h)
+    qd[0], qd[-1] = qd[1], qd[-2]
+    qdd[0], qdd[-1] = qdd[1], qdd[-2]
+    return qd, qdd
+
+
+def _central(x, h):
+    d = np.empty_like(x)
+    d[1:-1] = (x[2:] - x[:-2]) / (2.0 * h)
+    d[0], d[-1] = d[1], d[-2]
+    return d
+
+
+def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
+    """Checked, segmented, resampled, differentiated (and filtered) samples; see the module docstring."""
+    from scipy.interpolate import CubicSpline
+    from scipy.signal import butter, sosfiltfilt
+
+    opts = opts or Preprocessing()
+    opts.check()
+    src = data.source
+    notes = list(data.notes)
+    n = len(data.t)
+    if data.q.shape != (n, 3) or data.tau.shape != (n, 3):
+        raise IdentificationError(f"{src}: positions and torques must be (N, 3) like the time (N = {n})")
+    _check_finite(data)
+    if n < opts.min_samples:
+        raise IdentificationError(f"{src}: too few samples: {n} (need at least {opts.min_samples})")
+    t = np.asarray(data.t, dtype=float)
+    # 1. time base: keep a sample only if it is later than every earlier one
+    keep = np.ones(n, bool)
+    keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+    if not keep.all():
+        dt = np.diff(t)
+        dup = np.flatnonzero(dt == 0) + 1
+        back = np.flatnonzero(dt < 0) + 1
+        parts = []
+        if len(dup):
+            parts.append(f"{len(dup)} duplicate timestamp(s) (first at {data.where(dup[0])}, t = {t[dup[0]]:.9g} s)")
+        if len(back):
+            parts.append(f"{len(back)} timestamp(s) going backwards (first at {data.where(back[0])}, "
+                         f"t = {t[back[0]]:.9g} s after {t[back[0] - 1]:.9g} s)")
+        msg = f"{src}: " + " and ".join(parts)
+        if opts.strict_time:
+            raise IdentificationError(msg)
+        notes.append(f"{msg}: {int((~keep).sum())} sample(s) not in time order dropped")
+    idx = np.flatnonzero(keep)
+    t = t[idx]
+    q, tau = data.q[idx], data.tau[idx]
+    qd_in = data.qd[idx] if data.qd is not None else None
+    qdd_in = data.qdd[idx] if data.qdd is not None else None
+    if len(t) < opts.min_samples:
+        raise IdentificationError(f"{src}: too few samples in time order: {len(t)} (need at least {opts.min_samples})")
+    steps = np.diff(t)
+    med = float(np.median(steps))
+    h = 1.0 / opts.rate if opts.rate else med
+    # 2. gaps
+    cuts = np.flatnonzero(steps > opts.gap_factor * med) + 1
+    bounds = [0, *cuts.tolist(), len(t)]
+    if len(cuts):
+        g = cuts[0]
+        notes.append(f"{len(cuts)} gap(s) in the time stamps (first {steps[g - 1]:.4g} s at {data.where(idx[g])}, "
+                     f"median step {med:.4g} s): data split into {len(cuts) + 1} segments")
+    if opts.derivative == "filter":
+        fs = 1.0 / h
+        if opts.cutoff >= 0.5 * fs:
+            raise IdentificationError(f"{src}: filter cutoff {opts.cutoff:g} Hz is not below the Nyquist "
+                                      f"frequency {0.5 * fs:g} Hz of the {fs:g} Hz data")
+        sos = butter(opts.order, opts.cutoff, fs=fs, output="sos")
+        trim = opts.trim if opts.trim is not None else max(2, int(math.ceil(2.0 * fs / opts.cutoff)))
+    else:
+        sos = None
+        trim = opts.trim if opts.trim is not None else 1
+    need = max(opts.min_segment, 2 * trim + 3)
+    out = {k: [] for k in ("t", "q", "qd", "qdd", "tau")}
+    segments, dropped, resampled, start = [], 0, 0, 0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        ts = t[a:b]
+        if b - a < need:
+            dropped += 1
+            continue
+        qs, taus = q[a:b], tau[a:b]
+        qds = qd_in[a:b] if qd_in is not None else None
+        qdds = qdd_in[a:b] if qdd_in is not None else None
+        st = np.diff(ts)
+        jitter = float(np.max(np.abs(st - h)) / h)
+        if opts.resample == "always" or (opts.resample == "auto" and jitter > opts.jitter_tol):
+            tn = ts[0] + h * np.arange(int(np.floor((ts[-1] - ts[0]) / h + 1e-9)) + 1)
+            qs = CubicSpline(ts, qs, axis=0)(tn)
+            taus = np.column_stack([np.interp(tn, ts, taus[:, j]) for j in range(3)])
+            if qds is not None:
+                qds = np.column_stack([np.interp(tn, ts, qds[:, j]) for j in range(3)])
+            if qdds is not None:
+                qdds = np.column_stack([np.interp(tn, ts, qdds[:, j]) for j in range(3)])
+            ts = tn
+            resampled += 1
+        if sos is not None:
+            padlen = min(len(ts) - 1, 3 * (2 * len(sos) + 1))
+            qs_f = sosfiltfilt(sos, qs, axis=0, padlen=padlen)
+            if qds is not None:
+                qds = sosfiltfilt(sos, qds, axis=0, padlen=padlen)
+            if qdds is not None:
+                qdds = sosfiltfilt(sos, qdds, axis=0, padlen=padlen)
+        else:
+            qs_f = qs
+        hs = (ts[-1] - ts[0]) / (len(ts) - 1)
+        if qds is None:
+            qds, qdds = _second_difference(qs_f, hs)
+        elif qdds is None:
+            qdds = _central(qds, hs)
+        for key, arr in (("t", ts), ("q", qs_f), ("qd", qds), ("qdd", qdds), ("tau", taus)):
+            out[key].append(arr)
+        segments.append((start, start + len(ts)))
+        start += len(ts)
+    if resampled:
+        notes.append(f"{resampled} segment(s) resampled to a uniform {1.0 / h:.6g} Hz grid "
+                     f"(time steps jittered by more than {100 * opts.jitter_tol:g} %)")
+    if dropped:
+        notes.append(f"{dropped} segment(s) shorter than {need} samples dropped")
+    usable = sum(len(range(a + trim, b - trim, opts.decimate)) for a, b in segments)
+    if usable < opts.min_samples:
+        raise IdentificationError(f"{src}: too few usable samples after preprocessing: {usable} "
+                                  f"(need at least {opts.min_samples}; {len(t)} samples in "
+                                  f"{len(bounds) - 1} segment(s), {trim} trimmed at each segment end)")
+    cat = {k: np.concatenate(v) for k, v in out.items()}
+    parallel = sos is not None and opts.parallel_filter
+    if opts.derivative == "filter":
+        notes.append(f"velocities and accelerations: zero-phase Butterworth low-pass (order {opts.order}, "
+                     f"{opts.cutoff:g} Hz) and central differences"
+                     + ("; regressor and torques through the same filter (parallel filtering)" if parallel else ""))
+    else:
+        notes.append("velocities and accelerations: central differences (no filtering)")
+    return Prepared(t=cat["t"], q=cat["q"], qd=cat["qd"], qdd=cat["qdd"], tau=cat["tau"],
+                    segments=segments, dt=h, source=src, notes=notes,
+                    sos=sos if parallel else None, trim=trim, decimate=opts.decimate)

@@ -1,0 +1,282 @@
+"""Excitation trajectories: finite Fourier series in joint space, optimised for the regressor.
+
+Joint i follows (Swevers et al. 1997)
+
+    q_i(t)   = q0_i + sum_{k=1}^{H} [ a_ik / (w k) sin(w k t) - b_ik / (w k) cos(w k t) ]
+    q_d_i(t) = sum_k [ a_ik cos(w k t) + b_ik sin(w k t) ]
+    q_dd_i(t) = sum_k w k [ -a_ik sin(w k t) + b_ik cos(w k t) ]
+
+with w = 2 pi / period. The motion is periodic, and the constraints sum_k a_ik = 0 and
+sum_k k b_ik = 0 (imposed by projecting the coefficients) make it start and end every period
+at rest (q_d = q_dd = 0), so a robot can run it from a standstill.
+
+:func:`design_excitation` chooses q0, a, b to minimise the condition number of the
+column-normalised regressor (:mod:`.regressors`) sampled over one period, subject to the
+joint position limits (with a margin), velocity, acceleration and torque limits (times
+``scale``; torques by the nominal model, friction included) and to staying in the
+workspace: forward kinematics exists, inverse kinematics (elbow-out, within limits) gives
+the joints back, and the singularity measure stays above ``min_measure``. It runs SLSQP
+from ``starts`` seeded random feasible starts and checks the winner at 1 kHz
+(:func:`check_trajectory`). :func:`write_trajectory_csv` writes the Cartesian platform
+trajectory in the format of ``delta-dynamics trajectory``
+(``t,x,y,z,xd,yd,zd,xdd,ydd,zdd``, SI).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
+from delta_dynamics.kinematics import UnreachableError, inverse_kinematics, singularity_measure
+
+from . import IdentificationError
+from .regressors import parameter_set
+
+TRAJECTORY_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "xdd", "ydd", "zdd")
+
+
+@dataclass(frozen=True)
+class FourierTrajectory:
+    """A joint-space finite Fourier series (see the module docstring); a, b: (3, H)."""
+
+    period: float
+    q0: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+    @property
+    def harmonics(self) -> int:
+        return self.a.shape[1]
+
+    @classmethod
+    def from_vector(cls, period: float, z, harmonics: int) -> "FourierTrajectory":
+        """From z = (q0 (3), a (3H), b (3H)); a, b are projected so the motion starts at rest."""
+        z = np.asarray(z, dtype=float)
+        H = int(harmonics)
+        a = z[3:3 + 3 * H].reshape(3, H)
+        b = z[3 + 3 * H:3 + 6 * H].reshape(3, H)
+        k = np.arange(1, H + 1, dtype=float)
+        a = a - a.mean(axis=1, keepdims=True)                      # sum_k a_ik = 0
+        b = b - np.outer(b @ k, k) / (k @ k)                       # sum_k k b_ik = 0
+        return cls(float(period), z[:3].copy(), a, b)
+
+    def to_vector(self) -> np.ndarray:
+        return np.concatenate((self.q0, self.a.ravel(), self.b.ravel()))
+
+    def evaluate(self, t):
+        """(q, q_dot, q_ddot), each (N, 3), at the times ``t`` (s)."""
+        t = np.asarray(t, dtype=float).reshape(-1)
+        w = 2.0 * math.pi / self.period
+        k = np.arange(1, self.harmonics + 1, dtype=float)
+        wk = w * k
+        s, c = np.sin(np.outer(t, wk)), np.cos(np.outer(t, wk))     # (N, H)
+        q = self.q0 + s @ (self.a / wk).T - c @ (self.b / wk).T
+        qd = c @ self.a.T + s @ self.b.T
+        qdd = -s @ (self.a * wk).T + c @ (self.b * wk).T
+        return q, qd, qdd
+
+    def sample(self, dt: float = 1e-3, cycles: int = 1):
+        """(t, q, q_dot, q_ddot) over ``cycles`` periods (both ends included)."""
+        n = int(round(cycles * self.period / dt))
+        t = np.arange(n + 1) * dt
+        return (t, *self.evaluate(t))
+
+    def to_dict(self) -> dict:
+        return {"period": self.period, "q0": self.q0.tolist(), "a": self.a.tolist(), "b": self.b.tolist()}
+
+
+@dataclass
+class ExcitationResult:
+    trajectory: FourierTrajectory
+    condition: float                 # of the column-normalised regressor over one period
+    violations: list                 # empty when every limit holds at 1 kHz
+    margins: dict = field(default_factory=dict)
+    iterations: int = 0
+    initial_condition: float = math.inf     # of the random start the result came from
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+def _evaluate(model, traj, t, pset, scale, margin, min_measure):
+    """Condition number and the constraint margins (>= 0 when satisfied), per kind and joint."""
+    q, qd, qdd = traj.evaluate(t)
+    lim = model.robot.limits
+    lo = np.array([p[0] for p in lim.position]) + margin
+    hi = np.array([p[1] for p in lim.position]) - margin
+    g = {"position_low": q.min(0) - lo, "position_high": hi - q.max(0),
+         "velocity": scale * np.array(lim.velocity) - np.abs(qd).max(0),
+         "acceleration": scale * np.array(lim.acceleration) - np.abs(qdd).max(0)}
+    try:
+        X, Xd, Xdd = cartesian_state(model, q, qd, qdd)
+        tau = inverse_dynamics(model, X, Xd, Xdd)
+        sm = singularity_measure(model, X)
+        q_back = inverse_kinematics(model, X)
+    except (UnreachableError, ValueError, np.linalg.LinAlgError):
+        g["workspace"] = np.array([-1.0])
+        return math.inf, g
+    g["torque"] = scale * np.array(lim.torque) - np.abs(tau).max(0)
+    g["workspace"] = np.array([sm.min() - min_measure, 1e-3 - np.abs(q_back - q).max()])
+    Y = pset.regressor(model, q, qd, qdd).reshape(-1, len(pset))
+    nrm = np.linalg.norm(Y, axis=0)
+    if np.any(nrm <= 0):
+        return math.inf, g
+    s = np.linalg.svd(Y / nrm, compute_uv=False)
+    return float(s[0] / s[-1]) if s[-1] > 0 else math.inf, g
+
+
+def check_trajectory(model, traj, dt: float = 1e-3, scale: float = 1.0, margin: float = 0.0,
+                     min_measure: float = 0.0) -> list:
+    """Every limit the trajectory breaks, sampled at ``dt`` over one period (empty list: OK)."""
+    t = np.arange(int(round(traj.period / dt)) + 1) * dt
+    cond, g = _evaluate(model, traj, t, parameter_set("explicit"), scale, margin, min_measure)
+    out = []
+    names = {"position_low": "position below its lower limit", "position_high": "position above its upper limit",
+             "velocity": "velocity above its limit", "acceleration": "acceleration above its limit",
+             "torque": "torque above its limit"}
+    for key, text in names.items():
+        if key in g:
+            for j, v in enumerate(g[key]):
+                if v < 0:
+                    out.append(f"joint {j + 1}: {text} by {-v:.4g}")
+    ws = g.get("workspace")
+    if ws is not None:
+        if len(ws) == 1:
+            out.append("leaves the workspace (forward kinematics fails or singular)")
+        else:
+            if ws[0] < 0:
+                out.append(f"comes within {-ws[0]:.3g} of the singularity-measure bound {min_measure:g}")
+            if ws[1] < 0:
+                out.append("inverse kinematics does not give the joints back (other branch)")
+    return out
+
+
+# ----------------------------------------------------------------------------- design
+
+def design_excitation(model, period: float = 5.0, harmonics: int = 5, *, seed: int | None = 0,
+                      scale: float = 0.8, margin: float = 0.05, min_measure: float = 0.05,
+                      grid: int = 200, starts: int = 3, maxiter: int = 60, params: str = "explicit",
+                      progress=None) -> ExcitationResult:
+    """An excitation trajectory with a small regressor condition number (module docstring).
+
+    ``scale``: fraction of the velocity, acceleration and torque limits to use; ``margin``
+    (rad): distance kept from the position limits; ``grid``: samples per period for the
+    optimisation; ``starts``: random starts (seeded); ``maxiter``: SLSQP iterations each.
+    ``progress(start, starts, best_condition)`` is called after each start.
+    """
+    from scipy.optimize import minimize
+
+    if not period > 0:
+        raise IdentificationError(f"excitation period must be > 0 s, got {period}")
+    if not 1 <= harmonics <= 50:
+        raise IdentificationError(f"harmonics must be 1..50, got {harmonics}")
+    if not 0 < scale <= 1:
+        raise IdentificationError(f"limit scale must be in (0, 1], got {scale}")
+    pset = parameter_set(params)
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0.0, period, grid, endpoint=False)
+    lim = model.robot.limits
+    lo = np.array([p[0] for p in lim.position])
+    hi = np.array([p[1] for p in lim.position])
+    mid = 0.5 * (lo + hi)
+    H = harmonics
+    w = 2 * math.pi / period
+    k = np.arange(1, H + 1)
+    cache = {}
+
+    def ev(z):
+        key = z.tobytes()
+        if key not in cache:
+            if len(cache) > 256:
+                cache.clear()
+            cache[key] = _evaluate(model, FourierTrajectory.from_vector(period, z, H), t, pset,
+                                   scale, margin, min_measure)
+        return cache[key]
+
+    def objective(z):
+        c, _ = ev(z)
+        return math.log10(c) if math.isfinite(c) else 20.0
+
+    def constraints(z):
+        _, g = ev(z)
+        v = np.concatenate([np.ravel(g[key]) for key in ("position_low", "position_high", "velocity",
+                                                          "acceleration", "torque", "workspace") if key in g])
+        # keep a fixed length for SLSQP even when the workspace test fails early
+        return v if "torque" in g else np.concatenate((v, -np.ones(3)))
+
+    def normalise(v):
+        # scale random coefficients so each joint uses ~40 % of its range, velocity, acceleration
+        amp = 0.4 * np.minimum(hi - mid - margin, mid - lo - margin)
+        tr = FourierTrajectory.from_vector(period, np.concatenate((mid, v)), H)
+        q, qd, qdd = tr.evaluate(t)
+        f = np.min(np.stack([amp / np.maximum(np.abs(q - mid).max(0), 1e-9),
+                             0.4 * scale * np.array(lim.velocity) / np.maximum(np.abs(qd).max(0), 1e-9),
+                             0.4 * scale * np.array(lim.acceleration) / np.maximum(np.abs(qdd).max(0), 1e-9)]), axis=0)
+        ab = v.reshape(2, 3, H) * f[None, :, None]
+        return np.concatenate((mid, ab.ravel()))
+
+    def feasible(z):
+        return bool(np.all(constraints(z) >= 0))
+
+    def repair(z, z0):
+        """SLSQP may stop (iteration limit) a little outside the limits: shrink the motion
+        about its mean position, or else step back towards the feasible start."""
+        if feasible(z):
+            return z
+        for f in (0.98, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5):
+            zs = np.concatenate((z[:3], f * z[3:]))
+            if feasible(zs):
+                return zs
+        for a in (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1):
+            zs = z0 + a * (z - z0)
+            if feasible(zs):
+                return zs
+        return z0
+
+    best, best_c, iters, init_c = None, math.inf, 0, math.inf
+    for s in range(starts):
+        z0 = None
+        for _ in range(50):
+            cand = normalise(rng.normal(size=6 * H) / np.tile(np.sqrt(k), 6) * w)
+            if feasible(cand):
+                z0 = cand
+                break
+        if z0 is None:
+            continue
+        res = minimize(objective, z0, method="SLSQP",
+                       constraints=[{"type": "ineq", "fun": constraints}],
+                       options={"maxiter": maxiter, "ftol": 1e-6})
+        iters += int(res.nit)
+        z = repair(res.x, z0)
+        c, _ = ev(z)
+        if c < best_c:
+            best, best_c, init_c = z.copy(), c, ev(z0)[0]
+        if progress is not None:
+            progress(s + 1, starts, best_c)
+    if best is None:
+        raise IdentificationError(
+            "could not find an excitation trajectory inside the limits: no random start was feasible "
+            "(try a longer --period, fewer --harmonics or a larger --scale)")
+    traj = FourierTrajectory.from_vector(period, best, H)
+    # final check at 1 kHz; shrink the motion about q0 slightly if grid sampling missed a peak
+    viol = check_trajectory(model, traj, scale=scale, margin=0.0, min_measure=min_measure)
+    for _ in range(10):
+        if not viol:
+            break
+        traj = FourierTrajectory(traj.period, traj.q0, 0.97 * traj.a, 0.97 * traj.b)
+        viol = check_trajectory(model, traj, scale=scale, margin=0.0, min_measure=min_measure)
+    cond, g = _evaluate(model, traj, t, pset, scale, margin, min_measure)
+    return ExcitationResult(traj, cond, viol, {k: np.ravel(v).tolist() for k, v in g.items()}, iters, init_c)
+
+
+def write_trajectory_csv(path, model, traj: FourierTrajectory, dt: float = 1e-3, cycles: int = 1):
+    """The platform trajectory (``t,x,y,z,xd,yd,zd,xdd,ydd,zdd``, SI) of ``cycles`` periods, atomically."""
+    from delta_description.atomic_file import atomic_write_text
+    if cycles < 1:
+        raise IdentificationError(f"cycles must be >= 1, got {cycles}")
+    t, q, qd, qdd = traj.sample(dt, cycles)
+    X, Xd, Xdd = cartesian_state(model, q, qd, qdd)
+    arr = np.column_stack((t, X, Xd, Xdd))
+    body = "\n".join(",".join(f"{v:.10g}" for v in row) for row in arr.tolist())
+    return atomic_write_text(path, ",".join(TRAJECTORY_COLUMNS) + "\n" + body + "\n")

@@ -1,0 +1,285 @@
+"""Linear-in-parameters forms tau = Y(q, q_dot, q_ddot) pi and their identifiable base parameters.
+
+Two parameter sets (:data:`PARAMETER_SETS`):
+
+``explicit``
+    The 14 lumped parameters of the explicit model (:data:`delta_dynamics.model.PARAMETER_NAMES`:
+    m_x, m_k, arm_inertia_1..3, arm_moment_1..3, viscous_1..3, coulomb_1..3), regressor
+    :func:`delta_dynamics.dynamics.regressor_joint`. With ``stribeck=True`` three more columns
+    sgn_eps(q_d) e^{-(q_d/v_s)^2} carry the break-away torques static_1..3 (then the Coulomb
+    columns hold sgn_eps(q_d) (1 - e^{-(q_d/v_s)^2}); v_s and eps stay at the robot file's values).
+``kim``
+    The 11-parameter vector of Kim et al. (2022) eq. (30), M_PAR = (m_p, T_g, I_1..3, c_v1..3,
+    c_c1..3), regressor :func:`delta_dynamics.joint_space.kim_regressor` (eq. 26 with
+    eqs. 27-29 is linear in M_PAR).
+
+The stacked system of N samples is A pi = b with A = Y.reshape(3N, p) (row 3k + j is joint j
+of sample k) and b = tau.reshape(3N).
+
+Base parameters (:func:`base_parameters`)
+------------------------------------------
+A column of A that is a linear combination of others cannot be told apart from them: only
+the combination is identifiable. With the columns scaled to unit norm, a QR decomposition
+with column pivoting A_n P = Q R orders the columns by how much new information each adds;
+the numerical rank r counts the diagonal entries |R_kk| > tol |R_00|. Then r *independent*
+columns are picked in the parameter set's order (a column is kept if it is not in the span
+of those kept before it), the others are *dependent*: A_dep = A_ind beta, beta by least
+squares (unscaled). Then A pi = A_ind (pi_ind + beta pi_dep), so the base
+parameters are pi_b = pi_ind + beta pi_dep. Holding pi_dep at prior values maps an estimate
+of pi_b back to all parameters: pi_ind = pi_b - beta pi_dep,prior.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from delta_dynamics.dynamics import regressor_joint
+from delta_dynamics.joint_space import KIM_PARAMETER_NAMES, kim_parameters, kim_regressor
+from delta_dynamics.model import PARAMETER_NAMES, DynamicParameters
+
+from . import IdentificationError
+from ._linalg import blas1, qr_r
+
+#: Physical kind of each parameter (for bounds and plots).
+_KINDS = {
+    "m_x": "mass", "m_k": "mass", "m_p": "mass", "T_g": "gravity_moment",
+    **{f"arm_inertia_{i}": "inertia" for i in (1, 2, 3)},
+    **{f"I_{i}": "inertia" for i in (1, 2, 3)},
+    **{f"arm_moment_{i}": "moment" for i in (1, 2, 3)},
+    **{f"viscous_{i}": "viscous" for i in (1, 2, 3)},
+    **{f"c_v{i}": "viscous" for i in (1, 2, 3)},
+    **{f"coulomb_{i}": "coulomb" for i in (1, 2, 3)},
+    **{f"c_c{i}": "coulomb" for i in (1, 2, 3)},
+    **{f"static_{i}": "coulomb" for i in (1, 2, 3)},
+}
+#: Kinds that are >= 0 for a physically consistent model.
+NONNEGATIVE_KINDS = ("mass", "inertia", "viscous", "coulomb")
+
+UNITS = {"mass": "kg", "inertia": "kg m^2", "moment": "kg m", "gravity_moment": "N m",
+         "viscous": "N m s/rad", "coulomb": "N m"}
+
+
+@dataclass(frozen=True)
+class ParameterSet:
+    """One linear parameterisation of the inverse dynamics (see the module docstring)."""
+
+    key: str
+    names: tuple
+    stribeck: bool = False
+
+    @property
+    def kinds(self) -> tuple:
+        return tuple(_KINDS[n] for n in self.names)
+
+    @property
+    def units(self) -> tuple:
+        return tuple(UNITS[k] for k in self.kinds)
+
+    @property
+    def nonnegative(self) -> np.ndarray:
+        """Boolean mask of the parameters that must be >= 0 (masses, inertias, friction)."""
+        return np.array([k in NONNEGATIVE_KINDS for k in self.kinds])
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def regressor(self, model, q, qd, qdd) -> np.ndarray:
+        """Y(q, q_dot, q_ddot), shape (N, 3, p) (or (3, p) for one sample)."""
+        if self.key == "kim":
+            return kim_regressor(model, q, qd, qdd)
+        return regressor_joint(model, q, qd, qdd, stribeck=self.stribeck)
+
+    def nominal(self, model) -> np.ndarray:
+        """The parameter values implied by the model's robot file."""
+        if self.key == "kim":
+            return kim_parameters(model)
+        v = model.params.as_vector()
+        if self.stribeck:
+            v = np.concatenate((v, model.params.static))
+        return v
+
+    def to_lumped(self, model, values) -> DynamicParameters:
+        """The explicit model's :class:`DynamicParameters` for an estimate of this set.
+
+        For ``kim`` the forearm COM mass m_K cannot be separated (Kim et al. lump each forearm
+        into its two end points) and is held at the model's value: m_x = m_p - 3 r_K m_K,
+        I_arm,i = I_i - (1 - r_K) m_K l^2, h_i = T_g / g - (1 - r_K) m_K l (the inverse of
+        :func:`delta_dynamics.joint_space.kim_parameters`). Without Stribeck columns the
+        break-away torque equals the Coulomb torque (the model that was fitted).
+        """
+        v = np.asarray(values, dtype=float)
+        p = model.params
+        if self.key == "kim":
+            rk, l, mk = model.r_k, model.l, model.m_k
+            lumped = np.concatenate((
+                [v[0] - 3.0 * rk * mk, mk],
+                v[2:5] - (1.0 - rk) * mk * l * l,
+                np.full(3, v[1] / model.g - (1.0 - rk) * mk * l),
+                v[5:8], v[8:11]))
+            static = v[8:11]
+        else:
+            lumped = v[:14]
+            static = v[14:17] if self.stribeck else v[11:14]
+        return DynamicParameters.from_vector(lumped, static=tuple(float(s) for s in static),
+                                             stribeck_velocity=p.stribeck_velocity,
+                                             smoothing_velocity=p.smoothing_velocity)
+
+
+STRIBECK_NAMES = ("static_1", "static_2", "static_3")
+PARAMETER_SETS = ("explicit", "kim")
+
+
+def parameter_set(key: str = "explicit", stribeck: bool = False) -> ParameterSet:
+    """The :class:`ParameterSet` called ``key`` ("explicit" or "kim")."""
+    if key == "explicit":
+        return ParameterSet("explicit", PARAMETER_NAMES + (STRIBECK_NAMES if stribeck else ()), stribeck)
+    if key == "kim":
+        if stribeck:
+            raise IdentificationError("the Stribeck columns exist for the explicit parameter set only "
+                                      "(Kim et al.'s eq. 30 has viscous and Coulomb friction)")
+        return ParameterSet("kim", KIM_PARAMETER_NAMES)
+    raise IdentificationError(f"unknown parameter set {key!r}: use one of {', '.join(PARAMETER_SETS)}")
+
+
+def stack(Y, tau):
+    """(A, b) of the stacked system: A = Y.reshape(3N, p), b = tau.reshape(3N)."""
+    Y = np.asarray(Y, dtype=float)
+    return Y.reshape(-1, Y.shape[-1]), np.asarray(tau, dtype=float).reshape(-1)
+
+
+# ----------------------------------------------------------------------------- base parameters
+
+@dataclass
+class BaseParameters:
+    """Result of :func:`base_parameters` for one stacked regressor.
+
+    ``independent`` / ``dependent`` are column indices into ``names`` (in the set's order;
+    of a group of dependent columns the earlier ones count as independent); ``beta`` (len(independent), len(dependent)) gives
+    A[:, dependent] = A[:, independent] @ beta; ``zero`` lists columns that are all zero
+    (a joint that does not move, say). ``singular_values`` are those of the column-normalised
+    regressor, largest first.
+    """
+
+    names: tuple
+    independent: tuple
+    dependent: tuple
+    beta: np.ndarray
+    zero: tuple
+    diag: np.ndarray
+    singular_values: np.ndarray
+    tol: float
+    column_norms: np.ndarray = field(repr=False, default=None)
+
+    @property
+    def rank(self) -> int:
+        return len(self.independent)
+
+    @property
+    def full_rank(self) -> bool:
+        return not self.dependent
+
+    @property
+    def condition(self) -> float:
+        """Condition number of the column-normalised regressor (inf if rank deficient)."""
+        s = self.singular_values
+        return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
+
+    def combination(self, k: int) -> str:
+        """The base parameter led by independent column ``independent[k]`` as text."""
+        i = self.independent[k]
+        terms = [self.names[i]]
+        for j, d in enumerate(self.dependent):
+            c = self.beta[k, j]
+            if abs(c) > 1e-9:
+                terms.append(f"{'-' if c < 0 else '+'} {abs(c):.6g} {self.names[d]}")
+        return " ".join(terms)
+
+    def combinations(self) -> list:
+        """Every base parameter as text, e.g. ``['m_x + 0.25 m_k', 'arm_inertia_1', ...]``
+        (in the parameter set's order of their leading parameters)."""
+        order = sorted(range(self.rank), key=lambda k: self.independent[k])
+        return [self.combination(k) for k in order]
+
+    def explain_dependent(self) -> list:
+        """One sentence per non-identifiable parameter saying why."""
+        out = []
+        for j, d in enumerate(self.dependent):
+            name = self.names[d]
+            if d in self.zero:
+                out.append(f"{name}: its regressor column is zero (the data do not move it at all)")
+                continue
+            terms = [f"{self.beta[k, j]:+.4g} {self.names[i]}" for k, i in enumerate(self.independent)
+                     if abs(self.beta[k, j]) > 1e-9]
+            out.append(f"{name}: its column is a combination of others"
+                       + (f" ({' '.join(terms)})" if terms else ""))
+        return out
+
+    def to_base(self, values) -> np.ndarray:
+        """Base-parameter values pi_b = pi_ind + beta pi_dep of a full parameter vector."""
+        v = np.asarray(values, dtype=float)
+        return v[list(self.independent)] + self.beta @ v[list(self.dependent)]
+
+    def from_base(self, base_values, prior) -> np.ndarray:
+        """Full vector from base values, the dependent parameters held at ``prior``."""
+        out = np.array(prior, dtype=float, copy=True)
+        dep = out[list(self.dependent)]
+        out[list(self.independent)] = np.asarray(base_values, dtype=float) - self.beta @ dep
+        return out
+
+
+@blas1
+def base_parameters(A, names, tol: float = 1e-6) -> BaseParameters:
+    """The identifiable base parameters of the stacked regressor ``A`` (m x p), numerically.
+
+    QR with column pivoting of the column-normalised regressor (see the module docstring);
+    the rank counts |R_kk| > ``tol`` |R_00|. Computed on the p x p triangular factor of a
+    plain QR of A (it has the same column geometry), so it costs one pass over A.
+    """
+    import scipy.linalg
+
+    A = np.asarray(A, dtype=float)
+    p = A.shape[1]
+    if len(names) != p:
+        raise ValueError(f"{len(names)} names for {p} regressor columns")
+    norms = np.sqrt(np.einsum("ij,ij->j", A, A))
+    big = norms.max() if p else 0.0
+    # columns this small are rounding noise (e.g. differences of a constant position)
+    zero = tuple(int(j) for j in np.flatnonzero(norms <= 1e-8 * max(big, 1e-300)))
+    scale = np.where(norms > 0, norms, 1.0)
+    An = A / scale
+    if zero:
+        An[:, list(zero)] = 0.0
+    R0 = qr_r(An)
+    sv = np.linalg.svd(R0, compute_uv=False)
+    R, piv = scipy.linalg.qr(R0, mode="r", pivoting=True)
+    d = np.abs(np.diag(R))
+    ref = d[0] if len(d) and d[0] > 0 else 1.0
+    rank = int(np.sum(d > tol * ref))
+    # Which columns of a dependent group to call "independent" is a choice: prefer the
+    # parameter set's order (so e.g. the friction of a joint that does not move is reported,
+    # not the arm inertia it happens to correlate with). Greedy Gram-Schmidt in that order on
+    # the p x p factor, accepted if it finds the rank of the pivoted QR.
+    ind, basis = [], []
+    for j in range(p):
+        v = R0[:, j].copy()
+        for _ in range(2):
+            for u in basis:
+                v -= (u @ v) * u
+        nv = np.linalg.norm(v)
+        if nv > tol * ref and j not in zero:
+            ind.append(j)
+            basis.append(v / nv)
+    if len(ind) != rank:
+        ind = sorted(int(c) for c in piv[:rank])
+    dep = [j for j in range(p) if j not in ind]
+    if dep and ind:
+        bn = np.linalg.lstsq(R0[:, ind], R0[:, dep], rcond=None)[0]
+        bn[np.abs(bn) < 1e-10] = 0.0
+        beta = bn / scale[ind][:, None] * scale[dep][None, :]
+    else:
+        beta = np.zeros((len(ind), len(dep)))
+    d = np.abs(np.diag(R))
+    return BaseParameters(names=tuple(names), independent=tuple(ind), dependent=tuple(dep),
+                          beta=beta, zero=zero, diag=d / ref, singular_values=sv, tol=tol,
+                          column_norms=norms)
