@@ -271,12 +271,13 @@ def design_excitation(model, period: float = 5.0, harmonics: int = 5, *, seed: i
 
 
 def write_trajectory_csv(path, model, traj: FourierTrajectory, dt: float = 1e-3, cycles: int = 1):
-    """The platform trajectory (``t,x,y,z,xd,yd,zd,xdd,ydd,zdd``, SI) of ``cycles`` periods, atomically."""
-    from delta_description.atomic_file import atomic_write_text
+    """The platform trajectory of ``cycles`` periods as ``t,x,y,z,xd,yd,zd,xdd,ydd,zdd`` (SI),
+    written atomically by :func:`delta_dynamics.trajectory_io.write_trajectory` (the format of
+    ``delta-dynamics trajectory``)."""
+    from delta_dynamics.trajectories import Trajectory
+    from delta_dynamics.trajectory_io import write_trajectory
     if cycles < 1:
         raise IdentificationError(f"cycles must be >= 1, got {cycles}")
     t, q, qd, qdd = traj.sample(dt, cycles)
     X, Xd, Xdd = cartesian_state(model, q, qd, qdd)
-    arr = np.column_stack((t, X, Xd, Xdd))
-    body = "\n".join(",".join(f"{v:.10g}" for v in row) for row in arr.tolist())
-    return atomic_write_text(path, ",".join(TRAJECTORY_COLUMNS) + "\n" + body + "\n")
+    return write_trajectory(path, Trajectory(t, X, Xd, Xdd))
