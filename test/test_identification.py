@@ -89,6 +89,13 @@ def test_ls_family_fitness_and_parameters(method, problems, truth):
     assert res.base.full_rank and not res.held
 
 
+def test_identify_data_in_one_call(model, truth, fit_data, val_data):
+    res = P.identify_data(model, fit_data, "wls", validation=val_data)
+    assert res.method == "wls" and np.all(res.validation["fitness"] >= 0.995)
+    kim = P.identify_data(model, fit_data, "ols", P.Options(params="kim"))
+    assert kim.names[0] == "m_p" and np.all(kim.fit["fitness"] > 0.95)
+
+
 def test_standard_deviations_cover_the_errors(problems, truth):
     """The covariance (with the autocorrelation factor) is of the size of the real errors."""
     res = P.identify(problems[0], "ols")

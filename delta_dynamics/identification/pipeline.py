@@ -229,6 +229,23 @@ def identify(problem: Problem, method: str, options: Options | None = None,
                   info={"relative_std": relative_std(values, full.std)})
 
 
+def identify_data(model, data, method: str = "bounded", options: Options | None = None,
+                  preprocessing=None, validation=None, progress=None) -> Result:
+    """One call from raw samples to a result (for scripts and the identification node).
+
+    ``data`` / ``validation``: :class:`~.data.JointData` (e.g. ``JointData(t, q, tau)`` from a
+    buffer, or :func:`~.data.read_joint_data`); ``preprocessing``: :class:`~.data.Preprocessing`.
+    """
+    from .data import preprocess
+    opts = options or Options()
+    pset = parameter_set(opts.params, stribeck=opts.stribeck)
+    problem = build_problem(model, preprocess(data, preprocessing), pset)
+    vproblem = None
+    if validation is not None:
+        vproblem = build_problem(model, preprocess(validation, preprocessing), pset, what="validation")
+    return identify(problem, method, opts, validation=vproblem, progress=progress)
+
+
 def correlation_factor(residual, threshold: float = 0.05) -> float:
     """Variance inflation 1 + 2 sum_k rho(k) for residuals correlated in time.
 
@@ -258,5 +275,5 @@ def parameter_error(values, truth) -> np.ndarray:
     return np.abs(np.asarray(values, float) - truth) / np.abs(truth)
 
 
-__all__ = ["Options", "Problem", "Result", "build_problem", "identify", "default_box",
+__all__ = ["Options", "Problem", "Result", "build_problem", "identify", "identify_data", "default_box",
            "parameter_set", "condition_number", "parameter_error", "correlation_factor"]
