@@ -1,0 +1,67 @@
+"""Helpers for the CANopen tests: unique virtual channels, a frame recorder on the bus, the
+simulated drives and the backend on the same channel."""
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+
+import can
+
+from delta_hardware.canopen.backend import CanopenDriveSet
+from delta_hardware.canopen.drive_sim import SimulatedCia402Drives
+
+_counter = itertools.count()
+
+
+def unique_channel(prefix="t") -> str:
+    return f"{prefix}_{os.getpid()}_{next(_counter)}"
+
+
+class Frames(can.Listener):
+    """Every frame on a channel, with its timestamp (time.time of the sender's send)."""
+
+    def __init__(self, channel, interface="virtual"):
+        self.frames = []
+        self._lock = threading.Lock()
+        self.bus = can.Bus(interface=interface, channel=channel)
+        self.notifier = can.Notifier(self.bus, [self], timeout=0.05)
+
+    def on_message_received(self, msg):
+        with self._lock:
+            self.frames.append((msg.timestamp, msg.arbitration_id, bytes(msg.data)))
+
+    def mark(self) -> int:
+        with self._lock:
+            return len(self.frames)
+
+    def since(self, n=0):
+        with self._lock:
+            return list(self.frames[n:])
+
+    def close(self):
+        self.notifier.stop(1.0)
+        self.bus.shutdown()
+
+
+def drives_on(channel, config="generic_cia402", rate=500.0, **overrides):
+    """The backend on ``channel``; overrides merged over the config (tpdo_timeout generous
+    so every read sees this cycle's TPDOs in the single-process tests)."""
+    over = {"timing": {"tpdo_timeout": 0.05}}
+    for k, v in overrides.items():
+        over[k] = {**over.get(k, {}), **v} if isinstance(v, dict) else v
+    return CanopenDriveSet("nt_robot", "virtual", channel, config, rate=rate, config_overrides=over)
+
+
+def sim_on(channel, config="generic_cia402", **kw):
+    return SimulatedCia402Drives("nt_robot", "virtual", channel, config, **kw)
+
+
+def wait_until(pred, timeout=2.0, step=0.005):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()

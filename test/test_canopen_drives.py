@@ -1,0 +1,418 @@
+"""The canopen backend against the simulated CiA 402 drives, over the real canopen and
+python-can stacks on python-can's virtual bus: start-up configuration, trajectories in
+cyclic synchronous position and torque mode, the CAN frames themselves, and every fault
+path (silent bus, missing drive, heartbeat lost, EMCY, a drive leaving the bus, commands
+while not enabled) with recovery through reset."""
+import time
+
+import numpy as np
+import pytest
+
+from canopen_helpers import Frames, drives_on, sim_on, unique_channel, wait_until
+from delta_dynamics.model import DeltaModel
+from delta_hardware.canopen import cia402
+from delta_hardware.canopen import object_dictionary as odict
+from delta_hardware.canopen.backend import CanopenDriveSet
+from delta_hardware.canopen.cia402 import State
+from delta_hardware.control_loop import ControlLoop, LoopConfig, LoopThread
+from delta_hardware.drives import DriveError, DriveState, Mode
+from delta_hardware.drives.simulated import SimulatedDriveSet
+from delta_hardware.trajectory_plan import build_plan
+
+DT = 0.002
+MODEL = DeltaModel.from_robot("nt_robot")
+
+
+@pytest.fixture
+def rig(request):
+    """Simulated drives and the backend on a fresh virtual channel; mode from the param."""
+    mode = getattr(request, "param", "position")
+    channel = unique_channel()
+    sim = sim_on(channel)
+    drives = None
+    try:
+        drives = drives_on(channel, mode=mode)
+        yield sim, drives, channel
+    finally:
+        if drives is not None:
+            drives.close()
+        sim.close()
+
+
+def run(loop, t, seconds):
+    outs = []
+    for _ in range(int(round(seconds / DT))):
+        outs.append(loop.cycle(t))
+        t += DT
+    return t, outs
+
+
+def _plan(loop, t):
+    return build_plan(MODEL, t, loop.current_setpoint(), t, [0.5, 1.0], [[0.4, 0.2, 0.1], [0.1, 0.3, 0.2]])
+
+
+# ---------------------------------------------------------------------------- start-up
+def test_startup_configures_every_drive_over_sdo(rig):
+    sim, drives, _ = rig
+    assert drives.state is DriveState.DISABLED
+    for i, d in enumerate(sim.drives):
+        assert d.node.nmt.state == "OPERATIONAL"
+        assert d.read_param("modes_of_operation") == 8                          # CSP
+        assert (d.read_param("interpolation_period_value"), d.read_param("interpolation_period_index")) == (2, -3)
+        assert d.read_param("producer_heartbeat_time") == 100
+        assert d.read_param("rated_torque") == 2400                             # mN m
+        assert d.read_param("quick_stop_option_code") == 6
+        u = drives.cfg.axes[i]
+        assert d.read_param("max_torque") == int(np.ceil(120.0 * 1000 / (21.0 * 2.4)))
+        lo, hi = MODEL.robot.limits.position[i]
+        assert d.read_param("software_position_limit_min") == u.position_to_counts(lo - 0.05)
+        assert d.read_param("software_position_limit_max") == u.position_to_counts(hi + 0.05)
+        # the PDO mapping as the master wrote it: RPDO1 = controlword, target position, torque offset
+        entries = [d._raw(0x1600, s) for s in range(1, d._raw(0x1600, 0) + 1)]
+        assert entries == [0x60400010, 0x607A0020, 0x60B20010]
+        assert d._raw(0x1400, 1) == 0x200 + d.node_id and d._raw(0x1400, 2) == 1  # valid, synchronous
+        assert [d._raw(0x1A00, s) for s in range(1, 4)] == [0x60410010, 0x60640020, 0x60770010]
+        assert d._raw(0x1802, 1) & (1 << 31)                                    # TPDO3 not valid
+    fb = drives.read()
+    np.testing.assert_allclose(fb.position, sim.joint_positions(), atol=2 * drives.cfg.axes[0].scaling.rad_per_count)
+
+
+# ---------------------------------------------------------------------------- trajectories
+@pytest.mark.parametrize("rig", ["position", "torque"], indirect=True)
+def test_trajectory_tracks_over_can(rig):
+    sim, drives, _ = rig
+    loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model"))
+    loop.activate()
+    assert drives.state is DriveState.ENABLED
+    assert all(d.state is State.OPERATION_ENABLED for d in sim.drives)
+    t, _ = run(loop, 0.0, 0.1)
+    loop.submit_plan(_plan(loop, t))
+    t, outs = run(loop, t, 1.3)
+    err = max(np.abs(o.setpoint.q - np.array(o.position)).max() for o in outs)
+    assert err < (1e-3 if drives.mode is Mode.POSITION else 5e-4)
+    np.testing.assert_allclose(outs[-1].position, [0.1, 0.3, 0.2], atol=3e-4)
+    assert any("trajectory finished" in e for o in outs for e in o.events)
+    assert not any("fault" in e for o in outs for e in o.events)
+    assert drives.stats["late"] == 0
+    assert wait_until(lambda: sim.sync_count == drives.stats["syncs"])    # no SYNC lost
+    assert sim.time == pytest.approx(drives.stats["syncs"] * DT, rel=1e-9)  # physics time = SYNC count
+
+
+def test_cst_over_can_runs_the_same_physics_as_the_simulated_backend(rig):
+    """The same plan in torque mode: over CAN, and on the physics-simulated backend."""
+    sim, drives, _ = rig
+    drives.close()
+    runs = {}
+    channel = rig[2]
+    can_drives = drives_on(channel, mode="torque")
+    try:
+        for name, dr in (("can", can_drives), ("sim", SimulatedDriveSet("nt_robot", counts_per_rev=2 ** 17))):
+            loop = ControlLoop(MODEL, dr, LoopConfig(rate=1 / DT, feedforward="model"))
+            loop.activate()
+            t, _ = run(loop, 0.0, 0.02)
+            loop.submit_plan(_plan(loop, t))
+            t, outs = run(loop, t, 1.2)
+            runs[name] = np.array([o.position for o in outs])
+    finally:
+        can_drives.close()
+    # differences: torque in per-mille steps (0.05 N m at the arm), velocity in whole inc/s
+    assert np.abs(runs["can"] - runs["sim"]).max() < 5e-5
+
+
+# ---------------------------------------------------------------------------- frames on the bus
+def test_frames_sync_period_and_pdo_contents():
+    channel = unique_channel()
+    sim = sim_on(channel)
+    frames = Frames(channel)
+    drives = drives_on(channel)
+    try:
+        drives.enable()
+        fb = drives.read()
+        n0 = frames.mark()
+        sent = []
+        for k in range(20):                                   # by hand: known targets
+            q = np.array(fb.position) + 1e-3 * k
+            drives.write(position=q, velocity=[0.5, -0.5, 0.25], torque=[1.0, -2.0, 3.0])
+            drives.cycle(DT)
+            sent.append(q)
+            fb = drives.read()
+        rec = frames.since(n0)
+        cycles, rpdos = [], {}                             # RPDOs, then their SYNC, then TPDOs
+        for ts, cob, data in rec:
+            if cob == 0x80:
+                assert data == b""                            # SYNC without counter
+                cycles.append({"sync": ts, "rpdo": rpdos, "tpdo": {}})
+                rpdos = {}
+            elif cob & 0x780 in (0x200, 0x300):               # RPDO1, RPDO2
+                rpdos[cob] = data
+            elif cob & 0x780 in (0x180, 0x280):               # TPDO1, TPDO2
+                cycles[-1]["tpdo"][cob] = data
+        assert len(cycles) == 20 and not rpdos
+        for k, c in enumerate(cycles):
+            for i, d in enumerate(sim.drives):
+                u = drives.cfg.axes[i]
+                # decode against the drive's object dictionary and the mapping it holds
+                r1 = _decode(d, 0x1600, c["rpdo"][0x200 + d.node_id])
+                assert r1["controlword"] == 0x000F
+                assert r1["target_position"] == u.position_to_counts(sent[k][i])
+                assert r1["torque_offset"] == u.torque_to_permille([1.0, -2.0, 3.0][i])
+                r2 = _decode(d, 0x1601, c["rpdo"][0x300 + d.node_id])
+                assert r2["velocity_offset"] == u.velocity_to_units([0.5, -0.5, 0.25][i])
+                t1 = _decode(d, 0x1A00, c["tpdo"][0x180 + d.node_id])
+                assert cia402.decode_statusword(t1["statusword"]) is State.OPERATION_ENABLED
+                assert t1["statusword"] & cia402.SW_FOLLOWS_COMMAND
+                t2 = _decode(d, 0x1A01, c["tpdo"][0x280 + d.node_id])
+                assert t2["error_code"] == 0
+            assert set(c["rpdo"]) == {0x201, 0x202, 0x203, 0x301, 0x302, 0x303}
+            assert set(c["tpdo"]) == {0x181, 0x182, 0x183, 0x281, 0x282, 0x283}
+        # the last TPDO's position is what read() returned
+        assert _decode(sim.drives[0], 0x1A00, cycles[-1]["tpdo"][0x181])["position_actual"] == \
+            drives.cfg.axes[0].position_to_counts(fb.position[0])
+
+        # SYNC period with the control loop thread at 500 Hz
+        loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model"))
+        loop.activate()
+        thread = LoopThread(loop, lambda out: None, clock=time.monotonic)
+        n0 = frames.mark()
+        thread.start()
+        time.sleep(0.8)
+        thread.stop()
+        assert thread.error is None
+        syncs = np.array([ts for ts, cob, _ in frames.since(n0) if cob == 0x80])
+        periods = np.diff(syncs)
+        assert len(periods) > 250
+        assert np.median(periods) == pytest.approx(DT, rel=0.1)
+        assert abs(periods.mean() - DT) < 0.2 * DT
+    finally:
+        drives.close()
+        frames.close()
+        sim.close()
+
+
+def _decode(drive, map_index, data):
+    """A PDO's payload decoded with the drive's object dictionary and its mapping entries."""
+    out, off = {}, 0
+    names = {(s.index, s.subindex): n for n, s in odict.CATALOGUE.items()}
+    for s in range(1, drive._raw(map_index, 0) + 1):
+        e = drive._raw(map_index, s)
+        var = odict.find(drive.od, e >> 16, (e >> 8) & 0xFF)
+        n = (e & 0xFF) // 8
+        out[names[(e >> 16, (e >> 8) & 0xFF)]] = var.decode_raw(data[off:off + n])
+        off += n
+    assert off == len(data)
+    return out
+
+
+# ---------------------------------------------------------------------------- fault paths
+def test_a_silent_bus_is_a_clear_error_quickly():
+    t0 = time.monotonic()
+    with pytest.raises(DriveError) as e:
+        drives_on(unique_channel())
+    assert time.monotonic() - t0 < 1.5
+    msg = str(e.value)
+    assert "no drive answered" in msg and "silent" in msg and "node IDs 1, 2, 3" in msg
+    assert "generic_cia402.yaml" in msg
+
+
+def test_a_missing_drive_is_named():
+    channel = unique_channel()
+    sim = sim_on(channel, absent=(1,))
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(DriveError) as e:
+            drives_on(channel)
+        assert time.monotonic() - t0 < 1.5
+        msg = str(e.value)
+        assert "drive missing" in msg and "axis 2 (arm_2_joint, node 2)" in msg
+        assert "node 1" not in msg and "node 3" not in msg
+    finally:
+        sim.close()
+
+
+def test_commands_never_reach_a_drive_that_is_not_enabled(rig):
+    sim, drives, channel = rig
+    frames = Frames(channel)
+    try:
+        fb = drives.read()
+        n0 = frames.mark()
+        with pytest.raises(DriveError, match="disabled, not operation enabled"):
+            drives.write(position=fb.position)
+        for _ in range(5):
+            drives.cycle(DT)
+            drives.read()
+        drives.enable()
+        drives.write(position=fb.position)
+        drives.cycle(DT)
+        drives.read()
+        drives.quick_stop("test")
+        assert all(d.state is State.QUICK_STOP_ACTIVE for d in sim.drives)
+        assert drives.state is DriveState.QUICK_STOP
+        with pytest.raises(DriveError, match="quick_stop_active"):
+            drives.write(position=fb.position)
+        n1 = frames.mark()
+        for _ in range(5):
+            drives.cycle(DT)
+            drives.read()
+        assert wait_until(lambda: len(frames.since(n1)) >= 5 * 7)
+        before = [cob for _, cob, _ in frames.since(n0)[:5 * 7]]
+        after = [cob for _, cob, _ in frames.since(n1)]
+        rpdo = lambda cobs: [c for c in cobs if c & 0x780 in (0x200, 0x300)]  # noqa: E731
+        assert not rpdo(before) and not rpdo(after)                              # no targets sent
+        assert before.count(0x80) == 5 and after.count(0x80) == 5                # only SYNC (+ TPDOs)
+    finally:
+        frames.close()
+
+
+def _moving(sim, drives, mode="position"):
+    loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model"))
+    loop.activate()
+    t, _ = run(loop, 0.0, 0.05)
+    loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [2.0], [[0.5, 0.4, 0.3]]))
+    t, _ = run(loop, t, 0.2)
+    assert np.abs(drives.read().velocity).max() > 0.05                  # moving
+    return loop, t
+
+
+def _run_until_stopped(loop, t, timeout=2.0):
+    events = []
+    deadline = time.monotonic() + timeout
+    while not loop.stopped_reason and time.monotonic() < deadline:
+        events += loop.cycle(t).events
+        t += DT
+    return t, events
+
+
+def test_heartbeat_lost_during_motion_stops_every_axis_until_reset(rig):
+    sim, drives, _ = rig
+    loop, t = _moving(sim, drives)
+    sim.stop_heartbeat(1)
+    t, events = _run_until_stopped(loop, t)
+    assert "drive fault" in loop.stopped_reason and "arm_2_joint" in loop.stopped_reason
+    assert "heartbeat lost" in loop.stopped_reason
+    fb = drives.read()
+    assert fb.state is DriveState.FAULT and list(fb.faults) == [1]
+    assert "heartbeat lost" in fb.faults[1] and "consumer time 300 ms" in fb.faults[1]
+    assert [d.state for d in sim.drives] == [State.QUICK_STOP_ACTIVE] * 3      # every axis quick-stopped
+    q = sim.joint_positions()
+    run(loop, t, 0.1)
+    np.testing.assert_allclose(sim.joint_positions(), q, atol=1e-9)         # and held
+    with pytest.raises(DriveError, match="still no heartbeat"):
+        loop.reset()
+    sim.start_heartbeat(1)
+    time.sleep(0.05)
+    loop.reset()                                                             # reset + enable
+    assert drives.state is DriveState.ENABLED and not drives.read().faults
+    loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [0.5], [[0.2, 0.2, 0.2]]))
+    t, outs = run(loop, t, 0.7)
+    np.testing.assert_allclose(outs[-1].position, [0.2, 0.2, 0.2], atol=1e-3)
+
+
+def test_emcy_during_motion_stops_every_axis_with_the_code(rig):
+    sim, drives, _ = rig
+    loop, t = _moving(sim, drives)
+    sim.inject_fault(2, 0x2310)                         # continuous over-current, until cleared
+    t, events = _run_until_stopped(loop, t)
+    assert any("arm_3_joint" in e and "0x2310" in e for e in events)
+    fb = drives.read()
+    assert fb.state is DriveState.FAULT
+    assert "EMCY 0x2310 (continuous over-current)" in fb.faults[2]
+    assert [d.state for d in sim.drives] == [State.QUICK_STOP_ACTIVE, State.QUICK_STOP_ACTIVE, State.FAULT]
+    with pytest.raises(DriveError, match="fault, not operation enabled"):
+        drives.write(position=fb.position)
+    with pytest.raises(DriveError) as e:
+        drives.reset()
+    assert "cause remains" in str(e.value) and "axis 3 (arm_3_joint, node 3)" in str(e.value)
+    assert "0x2310" in str(e.value)
+    with pytest.raises(DriveError, match="reset first"):
+        drives.enable()
+    sim.clear_fault(2)
+    drives.reset()
+    assert drives.state is DriveState.DISABLED and not drives.read().faults
+    assert all(d.state is State.SWITCH_ON_DISABLED for d in sim.drives)
+    drives.enable()
+    assert drives.state is DriveState.ENABLED
+
+
+def test_a_drive_leaving_the_bus_during_motion(rig):
+    sim, drives, _ = rig
+    loop, t = _moving(sim, drives)
+    sim.unplug(0)
+    t0 = time.monotonic()
+    t, _ = _run_until_stopped(loop, t)
+    assert time.monotonic() - t0 < 0.3 + 0.3                  # heartbeat timeout + bounded SDO waits
+    assert "arm_1_joint" in loop.stopped_reason and "heartbeat lost" in loop.stopped_reason
+    assert [d.state if d else None for d in sim.drives] == [None, State.QUICK_STOP_ACTIVE, State.QUICK_STOP_ACTIVE]
+    with pytest.raises(DriveError, match="axis 1 .*still no heartbeat"):
+        drives.reset()
+
+
+def test_a_drive_that_rebooted_is_configured_again_by_reset(rig):
+    sim, drives, _ = rig
+    loop, t = _moving(sim, drives)
+    sim.reboot(1)                                      # power blip: defaults, pre-operational
+    t, _ = _run_until_stopped(loop, t)
+    assert "arm_2_joint" in loop.stopped_reason
+    assert "left NMT operational (heartbeat reports boot-up)" in loop.stopped_reason
+    assert sim.drives[0].state is State.QUICK_STOP_ACTIVE and sim.drives[2].state is State.QUICK_STOP_ACTIVE
+    assert sim.drives[1].read_param("modes_of_operation") == 0
+    loop.reset()                                       # heartbeat, SDO configuration, NMT start, enable
+    d = sim.drives[1]
+    assert d.node.nmt.state == "OPERATIONAL" and d.read_param("modes_of_operation") == 8
+    assert [d._raw(0x1600, s) for s in range(1, 4)] == [0x60400010, 0x607A0020, 0x60B20010]
+    assert drives.state is DriveState.ENABLED
+    loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [0.5], [[0.2, 0.2, 0.2]]))
+    t, outs = run(loop, t, 0.7)
+    np.testing.assert_allclose(outs[-1].position, [0.2, 0.2, 0.2], atol=1e-3)
+
+
+def test_a_drive_fault_of_its_own_is_reported_with_its_error_code(rig):
+    """A following error found by the drive (statusword fault + EMCY 0x8611)."""
+    sim, drives, _ = rig
+    drives.enable()
+    fb = drives.read()
+    target = list(fb.position)
+    target[1] += 0.5                                        # a jump beyond the following error window
+    drives.write(position=target)
+    drives.cycle(DT)
+    fb = drives.read()
+    assert fb.state is DriveState.FAULT
+    assert "0x8611 (following error)" in fb.faults[1]
+    assert sim.drives[1].state is State.FAULT
+    assert sim.drives[0].state is State.QUICK_STOP_ACTIVE    # the backend stopped the others itself
+    drives.reset()
+    drives.enable()
+    assert drives.state is DriveState.ENABLED
+
+
+# ---------------------------------------------------------------------------- another drive model
+def test_maxon_config_units_direction_and_offset():
+    """rpm velocity units, a 4096-increment encoder, no 0x6076 write, and a mirrored axis
+    with a zero offset: the arm angles read over CAN are the simulated robot's."""
+    channel = unique_channel()
+    over = {"axes": [{"direction": -1, "offset": 0.1}, {}, {}]}
+    from delta_hardware.canopen.drive_sim import SimulatedCia402Drives
+    from delta_hardware.canopen.config import load_drives_config
+    from delta_description.robot_file import load_robot
+    cfg = load_drives_config("maxon_epos4", load_robot("nt_robot"), over)
+    sim = SimulatedCia402Drives("nt_robot", "virtual", channel, cfg)
+    drives = None
+    try:
+        drives = CanopenDriveSet("nt_robot", "virtual", channel, "maxon_epos4", rate=500,
+                                 config_overrides={**over, "timing": {"tpdo_timeout": 0.05}})
+        res = 2 * np.pi / (4096 * 21)
+        np.testing.assert_allclose(drives.read().position, sim.joint_positions(), atol=res)
+        loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model"))
+        loop.activate()
+        t, _ = run(loop, 0.0, 0.02)
+        loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [0.6], [[0.3, 0.1, 0.2]]))
+        t, outs = run(loop, t, 0.9)
+        np.testing.assert_allclose(outs[-1].position, [0.3, 0.1, 0.2], atol=1e-3)
+        np.testing.assert_allclose(sim.joint_positions(), [0.3, 0.1, 0.2], atol=1e-3)
+        assert sim.drives[0].actual["position_actual"] == -round((sim.joint_positions()[0] - 0.1) / res)
+        v_rpm = sim.drives[1].actual["velocity_actual"]
+        assert isinstance(v_rpm, int)
+        assert sim.drives[0].read_param("rated_torque") == 500           # its own, not written
+    finally:
+        if drives is not None:
+            drives.close()
+        sim.close()

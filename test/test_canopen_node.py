@@ -1,0 +1,168 @@
+"""The hardware node with ``hardware:=canopen``, over DDS from the test process:
+
+* the simulated drives in the node's process on the ``virtual`` bus (``drives_config:=sim_cia402``):
+  configure, a trajectory over CAN;
+* no drive on the bus: configure fails with a clear log line, the node stays unconfigured;
+* the simulated drives in the test process, the node in its own, on ``udp_multicast``
+  (loopback, TTL 0, a port of its own): an EMCY and a lost heartbeat during motion stop
+  the robot with the axis and the reason in the events and on /diagnostics; reset fails
+  while the cause remains and recovers once it is gone.
+"""
+import os
+
+import numpy as np
+import pytest
+from builtin_interfaces.msg import Duration
+from diagnostic_msgs.msg import DiagnosticArray
+from lifecycle_msgs.srv import GetState
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from canopen_helpers import unique_channel
+from delta_hardware.canopen.drive_sim import SimulatedCia402Drives
+from ros_helpers import NodeProcess, RosClient
+
+pytestmark = pytest.mark.ros
+ARMS = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
+
+
+class Hw:
+    """The test's view of one hardware node (remapped joint states, its events and services)."""
+
+    def __init__(self, client, node, js_topic):
+        self.c, self.js, self.events, self.diag = client, None, [], []
+        n = client.node
+        n.create_subscription(JointState, js_topic, self._on_js, 50)
+        n.create_subscription(String, f"/{node}/events", lambda m: self.events.append(m.data), 50)
+        n.create_subscription(DiagnosticArray, "/diagnostics",
+                              lambda m: self.diag.extend(s for s in m.status if s.hardware_id == "nt_robot"), 10)
+        self.traj = n.create_publisher(JointTrajectory, f"/{node}/joint_trajectory", 10)
+        self.reset = n.create_client(Trigger, f"/{node}/reset")
+        self.get_state = n.create_client(GetState, f"/{node}/get_state")
+
+    def _on_js(self, m):
+        if list(m.name) == ARMS:
+            self.js = m
+
+    @property
+    def q(self):
+        return np.array(self.js.position)
+
+    def wait_ready(self, timeout=20.0):
+        assert self.c.spin_until(lambda: self.js is not None and self.traj.get_subscription_count() > 0, timeout), \
+            "hardware node did not come up"
+
+    def move(self, goal, seconds=0.8):
+        msg = JointTrajectory(joint_names=ARMS)
+        msg.points.append(JointTrajectoryPoint(positions=list(goal), time_from_start=Duration(
+            sec=int(seconds), nanosec=int(round((seconds % 1) * 1e9)))))
+        n0 = len(self.events)
+        self.traj.publish(msg)
+        return n0
+
+    def event_after(self, n0, text, timeout=5.0):
+        ok = self.c.spin_until(lambda: any(text in e for e in self.events[n0:]), timeout)
+        assert ok, f"no event containing {text!r}; got {self.events[n0:]}"
+        return next(e for e in self.events[n0:] if text in e)
+
+
+def _node(name, *params):
+    return NodeProcess("delta_hardware.ros.hardware_node", "-r", f"__node:={name}",
+                       "-r", f"/joint_states:=/{name}/joint_states", "-p", "hardware:=canopen",
+                       "-p", "feedforward:=model", *params)
+
+
+def _close(client, node):
+    client.close()
+    code = node.stop()
+    out = node.output()
+    node.close()
+    assert code == 0, f"hardware node exited with {code}:\n{out[-3000:]}"
+
+
+def test_node_runs_a_trajectory_on_simulated_drives_over_can():
+    node = _node("delta_hw_can", "-p", "can_interface:=virtual", "-p", f"can_channel:={unique_channel('node')}",
+                 "-p", "drives_config:=sim_cia402")
+    client = RosClient("can_test")
+    try:
+        hw = Hw(client, "delta_hw_can", "/delta_hw_can/joint_states")
+        hw.wait_ready()
+        assert node.wait_for_output("hardware canopen")
+        n0 = hw.move([0.3, 0.2, 0.1])
+        hw.event_after(n0, "trajectory finished")
+        client.spin_for(0.3)
+        np.testing.assert_allclose(hw.q, [0.3, 0.2, 0.1], atol=2e-3)
+        assert client.call(hw.get_state, GetState.Request()).current_state.label == "active"
+    finally:
+        _close(client, node)
+
+
+def test_no_drive_on_the_bus_leaves_the_node_unconfigured():
+    node = _node("delta_hw_nocan", "-p", "can_interface:=virtual", "-p", f"can_channel:={unique_channel('none')}",
+                 "-p", "drives_config:=generic_cia402")
+    client = RosClient("nocan_test")
+    try:
+        get = client.node.create_client(GetState, "/delta_hw_nocan/get_state")
+        assert node.wait_for_output("configure failed, staying unconfigured", timeout=20)
+        assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
+        out = node.output()
+        assert "no drive answered on virtual" in out and "node IDs 1, 2, 3" in out and "the bus is silent" in out
+    finally:
+        _close(client, node)
+
+
+def test_faults_on_the_bus_stop_the_node_until_reset():
+    channel = f"239.74.163.2:{43300 + os.getpid() % 1000}"
+    sim = SimulatedCia402Drives("nt_robot", "udp_multicast", channel, "generic_cia402")
+    node = _node("delta_hw_udp", "-p", "can_interface:=udp_multicast", "-p", f"can_channel:={channel}",
+                 "-p", "drives_config:=generic_cia402")
+    client = RosClient("udp_test")
+    try:
+        hw = Hw(client, "delta_hw_udp", "/delta_hw_udp/joint_states")
+        hw.wait_ready()
+        n0 = hw.move([0.3, 0.3, 0.3])
+        hw.event_after(n0, "trajectory finished")
+
+        # EMCY during motion
+        n0 = hw.move([0.0, 0.1, 0.2], 1.5)
+        hw.event_after(n0, "accepted")
+        client.spin_for(0.3)
+        sim.inject_fault(1, 0x2310)
+        event = hw.event_after(n0, "fault:")
+        assert "arm_2_joint" in event and "EMCY 0x2310 (continuous over-current)" in event and "node 2" in event
+        assert client.spin_until(lambda: sim.drives[0].state.value == "quick stop active"
+                                 and sim.drives[2].state.value == "quick stop active", 2.0)
+        q = sim.joint_positions()
+        n_diag = len(hw.diag)
+        assert client.spin_until(lambda: any(d.level == b"\x02" or d.level == 2 for d in hw.diag[n_diag:]), 3.0)
+        d = [d for d in hw.diag[n_diag:] if d.level in (2, b"\x02")][-1]
+        assert "arm_2_joint" in d.message and "0x2310" in d.message
+        client.spin_for(0.3)
+        np.testing.assert_allclose(sim.joint_positions(), q, atol=1e-9)           # held
+        r = client.call(hw.reset, Trigger.Request())
+        assert not r.success and "cause remains" in r.message and "0x2310" in r.message
+        sim.clear_fault(1)
+        assert client.call(hw.reset, Trigger.Request()).success
+        n0 = hw.move([0.2, 0.2, 0.2])
+        hw.event_after(n0, "trajectory finished")
+
+        # heartbeat lost during motion
+        n0 = hw.move([0.4, 0.3, 0.2], 1.5)
+        client.spin_for(0.3)
+        sim.stop_heartbeat(2)
+        event = hw.event_after(n0, "fault:")
+        assert "arm_3_joint" in event and "heartbeat lost" in event
+        r = client.call(hw.reset, Trigger.Request())
+        assert not r.success and "still no heartbeat" in r.message
+        sim.start_heartbeat(2)
+        client.spin_for(0.2)
+        assert client.call(hw.reset, Trigger.Request()).success
+        n0 = hw.move([0.1, 0.1, 0.1])
+        hw.event_after(n0, "trajectory finished")
+        client.spin_for(0.3)
+        np.testing.assert_allclose(hw.q, [0.1, 0.1, 0.1], atol=2e-3)
+    finally:
+        _close(client, node)
+        sim.close()
