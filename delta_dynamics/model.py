@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_description.robot_file import RobotParameters, load_robot
+from delta_description.robot_file import RobotFileError, RobotParameters, load_robot
 
 #: Order of the lumped parameters in :meth:`DynamicParameters.as_vector` and in the regressor.
 PARAMETER_NAMES = (
@@ -87,6 +87,12 @@ class DynamicParameters:
 
     @classmethod
     def from_robot(cls, robot: RobotParameters) -> "DynamicParameters":
+        """The lumped parameters of a robot file: the exact identified values when the file
+        holds ``metadata.identified.lumped_parameters`` (written by ``delta-identify``), else
+        derived from its physical fields."""
+        identified = _identified_parameters(robot)
+        if identified is not None:
+            return identified
         g, m = robot.geometry, robot.mass
         m_c, m_a, m_k = forearm_point_masses(m.forearm.mass, m.forearm.inertia,
                                              m.forearm.com_ratio, g.forearm_length)
@@ -99,6 +105,31 @@ class DynamicParameters:
                    arm_inertia=(inertia,) * 3, arm_moment=(moment,) * 3,
                    viscous=f.viscous, coulomb=f.coulomb, static=f.static,
                    stribeck_velocity=f.stribeck_velocity, smoothing_velocity=f.smoothing_velocity)
+
+
+def _identified_parameters(robot: RobotParameters) -> "DynamicParameters | None":
+    """``metadata.identified.lumped_parameters`` ({names, values, static}) of an identified
+    robot file as DynamicParameters, or None; a malformed entry raises RobotFileError."""
+    ident = (robot.metadata or {}).get("identified")
+    lp = ident.get("lumped_parameters") if isinstance(ident, dict) else None
+    if lp is None:
+        return None
+    where = f"{robot.source or robot.name}: metadata.identified.lumped_parameters"
+    if not isinstance(lp, dict):
+        raise RobotFileError(f"{where} must be a mapping with names, values and static")
+    names, values = lp.get("names"), lp.get("values")
+    if list(names or []) != list(PARAMETER_NAMES):
+        raise RobotFileError(f"{where}.names must be {list(PARAMETER_NAMES)}, got {names!r}")
+    try:
+        v = np.asarray(values, dtype=float)
+        static = np.asarray(lp.get("static", v[11:14]), dtype=float)
+    except (TypeError, ValueError, IndexError):
+        raise RobotFileError(f"{where}: values and static must be numbers") from None
+    if v.shape != (14,) or static.shape != (3,) or not (np.isfinite(v).all() and np.isfinite(static).all()):
+        raise RobotFileError(f"{where}: need 14 finite values and 3 finite static torques")
+    f = robot.friction
+    return DynamicParameters.from_vector(v, static=tuple(static.tolist()), stribeck_velocity=f.stribeck_velocity,
+                                         smoothing_velocity=f.smoothing_velocity)
 
 
 class DeltaModel:

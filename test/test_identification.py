@@ -355,8 +355,10 @@ def test_robot_file_round_trip(tmp_path, model, problems, truth):
     m2 = RU.model_from_robot_file(path)
     assert np.allclose(m2.params.as_vector(), res.values)
     assert m2.static == m2.coulomb          # fitted without Stribeck columns
-    # the physical fields reproduce the per-joint mean of the lumped values
-    plain = DeltaModel(back).params
+    # every model built from the file uses the exact identified values ...
+    assert np.allclose(DeltaModel(back).params.as_vector(), res.values)
+    # ... and the physical fields alone reproduce the per-joint mean of the lumped values
+    plain = DeltaModel(back.replace(metadata={})).params
     mean = res.lumped(model)
     assert plain.m_x == pytest.approx(mean.m_x) and plain.m_k == pytest.approx(mean.m_k)
     assert plain.arm_inertia[0] == pytest.approx(np.mean(mean.arm_inertia))

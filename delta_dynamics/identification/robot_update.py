@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from delta_description.robot_file import (Forearm, Friction, RobotParameters, UpperArm,
+from delta_description.robot_file import (Forearm, Friction, RobotFileError, RobotParameters, UpperArm,
                                           load_robot, save_robot)
 from delta_dynamics.model import PARAMETER_NAMES, DeltaModel, DynamicParameters
 
@@ -163,29 +163,11 @@ def write_robot_file(path, robot: RobotParameters, header: str = ""):
 def model_from_robot_file(robot) -> DeltaModel:
     """A DeltaModel from a robot file (preset name, path or RobotParameters).
 
-    If ``metadata.identified.lumped_parameters`` is present, its exact per-joint lumped values
-    are used (static friction from its ``static``, Stribeck and smoothing velocities from the
-    file's friction section); otherwise the usual :meth:`DeltaModel.from_robot`.
+    The model layer itself uses ``metadata.identified.lumped_parameters`` when present (see
+    :meth:`DynamicParameters.from_robot`); this wrapper reports a malformed entry as an
+    :class:`IdentificationError`.
     """
-    robot = load_robot(robot)
-    ident = (robot.metadata or {}).get("identified")
-    lp = ident.get("lumped_parameters") if isinstance(ident, dict) else None
-    if lp is None:
-        return DeltaModel(robot)
-    where = f"{robot.source or robot.name}: metadata.identified.lumped_parameters"
-    if not isinstance(lp, dict):
-        raise IdentificationError(f"{where} must be a mapping with names, values and static")
-    names, values = lp.get("names"), lp.get("values")
-    if list(names or []) != list(PARAMETER_NAMES):
-        raise IdentificationError(f"{where}.names must be {list(PARAMETER_NAMES)}, got {names!r}")
     try:
-        v = np.asarray(values, dtype=float)
-        static = np.asarray(lp.get("static", v[11:14]), dtype=float)
-    except (TypeError, ValueError):
-        raise IdentificationError(f"{where}: values and static must be numbers") from None
-    if v.shape != (14,) or static.shape != (3,) or not (np.isfinite(v).all() and np.isfinite(static).all()):
-        raise IdentificationError(f"{where}: need 14 finite values and 3 finite static torques")
-    f = robot.friction
-    params = DynamicParameters.from_vector(v, static=tuple(static.tolist()), stribeck_velocity=f.stribeck_velocity,
-                                           smoothing_velocity=f.smoothing_velocity)
-    return DeltaModel(robot, params)
+        return DeltaModel(load_robot(robot))
+    except RobotFileError as e:
+        raise IdentificationError(str(e)) from None
