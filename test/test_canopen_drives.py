@@ -17,7 +17,7 @@ from delta_hardware.canopen.cia402 import State
 from delta_hardware.control_loop import ControlLoop, LoopConfig, LoopThread
 from delta_hardware.drives import DriveError, DriveState, Mode
 from delta_hardware.drives.simulated import SimulatedDriveSet
-from delta_hardware.trajectory_plan import build_plan
+from delta_hardware.trajectory_plan import Setpoint, build_plan
 
 DT = 0.002
 MODEL = DeltaModel.from_robot("nt_robot")
@@ -416,3 +416,22 @@ def test_maxon_config_units_direction_and_offset():
         if drives is not None:
             drives.close()
         sim.close()
+
+
+@pytest.mark.parametrize("rig", ["velocity"], indirect=True)
+def test_csv_follows_target_velocities(rig):
+    """Cyclic synchronous velocity at the drive level (the control loop drives CSP and CST)."""
+    sim, drives, _ = rig
+    assert sim.drives[0].read_param("modes_of_operation") == 9
+    drives.enable()
+    loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT))
+    target = np.array([0.3, -0.2, 0.1])
+    for _ in range(150):
+        fb = drives.read()
+        ff = loop.model_feedforward(Setpoint.hold(fb.position))        # gravity
+        drives.write(velocity=target, torque=ff)
+        drives.cycle(DT)
+    fb = drives.read()
+    np.testing.assert_allclose(fb.velocity, target, atol=0.05)     # a P velocity loop against friction
+    with pytest.raises(DriveError, match="needs a velocity command"):
+        drives.write(torque=[0.0, 0.0, 0.0])

@@ -32,7 +32,6 @@ Run it in its own process (``udp_multicast`` or ``socketcan``) for a master in a
 from __future__ import annotations
 
 import argparse
-import math
 import signal
 import struct
 import sys
