@@ -1,0 +1,123 @@
+"""Small pieces shared by the stack's rclpy nodes: the ``robot`` parameter, per-kind throttled
+warnings for dropped messages, and a ``main`` that spins a node and exits cleanly on SIGINT.
+"""
+from __future__ import annotations
+
+import signal
+import time
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rclpy.executors import ExternalShutdownException
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from delta_dynamics.model import DeltaModel
+
+DEFAULT_ROBOT = "nt_robot"
+
+#: Subscriptions to high-rate state topics: best effort matches both reliable and best-effort
+#: publishers, and a late sample is worth nothing to the consumers here.
+STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                       reliability=ReliabilityPolicy.BEST_EFFORT)
+#: Publishers: reliable (the default) reaches reliable and best-effort subscribers alike.
+PUB_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                     reliability=ReliabilityPolicy.RELIABLE)
+
+
+def robot_descriptor(extra: str = "") -> ParameterDescriptor:
+    return ParameterDescriptor(
+        type=ParameterType.PARAMETER_STRING,
+        description="robot preset name (config/robots/<name>.yaml) or robot file path" + extra)
+
+
+def load_model(robot: str) -> DeltaModel:
+    """The model for a ``robot`` parameter value; ValueError (RobotFileError) with the loader's reason."""
+    if not isinstance(robot, str):
+        raise ValueError(f"robot must be a string (preset name or file path), got {robot!r}")
+    return DeltaModel.from_robot(robot)
+
+
+def describe(model: DeltaModel) -> str:
+    return f"'{model.robot.name}' ({model.robot.source})"
+
+
+class DropLog:
+    """Warnings about dropped messages, throttled per kind of problem.
+
+    The first problem of each kind is logged at once; further ones of that kind within
+    ``period`` seconds are counted and reported with the next warning of that kind.
+    """
+
+    def __init__(self, logger, period: float = 2.0):
+        self._logger = logger
+        self.period = period
+        self._last: dict = {}
+        self._suppressed: dict = {}
+        self.count = 0
+
+    def warn(self, kind: str, text: str) -> None:
+        self.count += 1
+        now = time.monotonic()
+        last = self._last.get(kind)
+        if last is not None and now - last < self.period:
+            self._suppressed[kind] = self._suppressed.get(kind, 0) + 1
+            return
+        n = self._suppressed.pop(kind, 0)
+        more = f" ({n} more of this kind dropped in the last {now - last:.1f} s)" if n else ""
+        self._last[kind] = now
+        self._logger.warning(text + more)
+
+
+class _StopOnce:
+    """Python-level SIGINT/SIGTERM handler, called by rclpy's handler after it has started the
+    shutdown: the first signal raises KeyboardInterrupt in the main thread (as Python's default
+    SIGINT handler does, so the spin ends even if the executor is asleep), later ones are ignored so
+    that a second Ctrl-C (``ros2 launch`` and the terminal both send one) cannot interrupt the
+    cleanup."""
+
+    def __init__(self):
+        self.stopping = False
+
+    def __call__(self, signum, frame):
+        if not self.stopping:
+            self.stopping = True
+            raise KeyboardInterrupt
+
+
+def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
+    """rclpy.init, build the node, spin until SIGINT/SIGTERM; 0 on a clean stop, 1 if the node
+    cannot start (e.g. a bad ``robot`` parameter; the reason is logged). ``multithreaded``
+    spins a MultiThreadedExecutor (for nodes whose callbacks wait on service calls)."""
+    handler = _StopOnce()
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    node = None
+    try:
+        rclpy.init(args=args)
+        try:
+            node = node_factory()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            return 0
+        except Exception as e:  # noqa: BLE001 - a node that cannot start says why and exits 1
+            rclpy.logging.get_logger(name).fatal(f"cannot start: {e}")
+            return 1
+        if multithreaded:
+            from rclpy.executors import MultiThreadedExecutor
+            rclpy.spin(node, executor=MultiThreadedExecutor())
+        else:
+            rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        if node is None or node.context.ok():
+            raise
+        # shut down by a signal while taking a message: rclpy may then fail on a finalised handle
+    finally:
+        handler.stopping = True
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+        # Python restores SIG_DFL for handled signals while the interpreter exits, so a late
+        # second Ctrl-C would still kill the process (exit -2): ignore SIGINT from here on.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return 0
