@@ -95,6 +95,11 @@ setup(
             'delta-description=delta_description.cli:main',
             'delta-bringup=delta_bringup.main:main',
             'delta-drive-sim=delta_hardware.canopen.drive_sim:main',
+            # ROS 2 nodes (`ros2 run delta_robot <name>`, launch/delta.launch.py)
+            'delta-hardware-node=delta_hardware.ros.hardware_node:main',
+            'delta-dynamics-node=delta_dynamics.ros.dynamics_node:main',
+            'delta-state-node=delta_description.ros.state_node:main',
+            'delta-identification-node=delta_dynamics.ros.identification_node:main',
         ],
     },
 )
