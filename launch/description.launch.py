@@ -1,0 +1,173 @@
+"""View a Delta robot: robot_state_publisher + the state node (``delta_state``) + RViz.
+
+    ros2 launch delta_robot description.launch.py [robot:=d3s800] [launch_rviz:=false]
+
+Nothing here drives the robot: the state node turns whatever arrives on ``/joint_states`` (the
+hardware node, a bag, ``joint_state_publisher_gui``) into ``/delta/robot_joint_states``, which
+robot_state_publisher turns into TF. ``launch/delta.launch.py`` includes this file.
+
+Arguments (``ros2 launch delta_robot description.launch.py -s`` lists them):
+
+* ``robot``: robot preset name (``config/robots/<name>.yaml``) or robot file path. Empty: the
+  ``robot`` of the params file (section ``delta_hardware``, else ``delta_state``, else
+  ``delta_dynamics``), else ``nt_robot``. Resolved here to an absolute file path that every node
+  and the URDF get, so they all use the same file.
+* ``params_file``: ROS 2 parameter file for the nodes (default ``<share>/config/delta.yaml``).
+* ``ros2_control``: ``none`` | ``mock`` | ``topic``: the ``<ros2_control>`` block in the URDF.
+* ``use_robot_state_publisher``, ``use_state_node``, ``launch_rviz``: start those (true/false).
+* ``rviz_config``: RViz config (default ``<share>/config/delta.rviz``).
+
+The URDF is generated in this process from ``delta.urdf.xacro`` with the xacro Python API
+(``delta_description.xacro_urdf.robot_description``; the same as
+``xacro delta.urdf.xacro robot_file:=<path> ros2_control:=<mode>``), after the robot file has
+been validated, so a bad robot file stops the launch with the loader's message.
+"""
+import os
+
+import yaml
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+PACKAGE = 'delta_robot'
+DEFAULT_ROBOT = 'nt_robot'
+TRUE = ('true', '1', 'yes', 'on')
+
+
+def share_path(*parts):
+    """A data file of delta_robot (installed share dir or source tree); '' if not found."""
+    try:
+        from delta_description.share import share_file
+        return str(share_file(*parts))
+    except (ImportError, FileNotFoundError):
+        pass
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        path = os.path.join(get_package_share_directory(PACKAGE), *parts)
+        return path if os.path.exists(path) else ''
+    except Exception:  # PackageNotFoundError, no ament index
+        return ''
+
+
+def require_package(package, hint):
+    """Fail before anything starts if ``package`` is not installed (launch would otherwise start
+    the processes before it and then stop on the missing one, leaving those running)."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    try:
+        get_package_prefix(package)
+    except (PackageNotFoundError, KeyError, ValueError, OSError):   # OSError: no AMENT_PREFIX_PATH
+        raise RuntimeError(f"package '{package}' not found (AMENT_PREFIX_PATH="
+                           f"{os.environ.get('AMENT_PREFIX_PATH', '')!r}): {hint}") from None
+
+
+def flag(context, name):
+    value = LaunchConfiguration(name).perform(context).strip().lower()
+    if value not in TRUE + ('false', '0', 'no', 'off'):
+        raise RuntimeError(f"launch argument {name}:={value!r}: expected true or false")
+    return value in TRUE
+
+
+def robot_from_params(params_file):
+    """The ``robot`` parameter of the params file (hardware, state, dynamics section), or None."""
+    if not params_file:
+        return None
+    try:
+        with open(params_file, encoding='utf-8') as f:
+            data = yaml.safe_load(f) or {}
+    except OSError as e:
+        raise RuntimeError(f"params_file {params_file}: cannot read: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise RuntimeError(f"params_file {params_file}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise RuntimeError(f"params_file {params_file}: not a ROS 2 parameter file (no node sections)")
+    for node in ('delta_hardware', 'delta_state', 'delta_dynamics', '/**'):
+        for key in (node, '/' + node):
+            section = data.get(key)
+            if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
+                robot = section['ros__parameters'].get('robot')
+                if isinstance(robot, str) and robot.strip():
+                    return robot.strip()
+    return None
+
+
+def resolve_robot(context):
+    """Absolute path of the robot file chosen by ``robot:=`` / the params file / the default."""
+    from delta_description.robot_file import RobotFileError, load_robot, resolve_robot_path
+    robot = LaunchConfiguration('robot').perform(context).strip()
+    if not robot:
+        robot = robot_from_params(LaunchConfiguration('params_file').perform(context)) or DEFAULT_ROBOT
+    try:
+        path = resolve_robot_path(robot).resolve()
+        load_robot(path)
+    except RobotFileError as e:
+        raise RuntimeError(f"robot:={robot}: {e}") from None
+    return str(path)
+
+
+def node_parameters(context, robot_path, **overrides):
+    """``parameters=`` for one of our nodes: the params file, then the overrides."""
+    params_file = LaunchConfiguration('params_file').perform(context)
+    out = []
+    if params_file:
+        if not os.path.isfile(params_file):
+            raise RuntimeError(f"params_file {params_file}: no such file")
+        out.append(params_file)
+    out.append({'robot': robot_path, **overrides})
+    return out
+
+
+def description_nodes(context, robot_path, ros2_control):
+    """robot_state_publisher, the state node and RViz, as chosen by the arguments."""
+    from delta_description.xacro_urdf import robot_description
+    actions = []
+    if flag(context, 'use_robot_state_publisher'):
+        require_package('robot_state_publisher', 'install ros-jazzy-robot-state-publisher '
+                        'or pass use_robot_state_publisher:=false')
+        urdf = robot_description(robot_path, ros2_control=ros2_control)
+        actions.append(Node(
+            package='robot_state_publisher', executable='robot_state_publisher',
+            name='robot_state_publisher', output='screen',
+            parameters=[{'robot_description': ParameterValue(urdf, value_type=str)}],
+            remappings=[('joint_states', '/delta/robot_joint_states')]))
+    if flag(context, 'use_state_node'):
+        require_package(PACKAGE, 'build delta_robot with colcon and source install/setup.bash')
+        actions.append(Node(
+            package=PACKAGE, executable='delta-state-node', name='delta_state', output='screen',
+            parameters=node_parameters(context, robot_path)))
+    if flag(context, 'launch_rviz'):
+        require_package('rviz2', 'install ros-jazzy-rviz2 or pass launch_rviz:=false')
+        config = LaunchConfiguration('rviz_config').perform(context)
+        actions.append(Node(
+            package='rviz2', executable='rviz2', name='rviz2', output='log',
+            arguments=['-d', config] if config else []))
+    return actions
+
+
+def launch_setup(context):
+    ros2_control = LaunchConfiguration('ros2_control').perform(context).strip()
+    return description_nodes(context, resolve_robot(context), ros2_control)
+
+
+def declare_arguments(ros2_control=True):
+    """The arguments of this file (``delta.launch.py`` declares them too, but ros2_control)."""
+    return [
+        DeclareLaunchArgument('robot', default_value='', description=(
+            'robot preset name or robot file path; empty: the robot of params_file, else nt_robot')),
+        DeclareLaunchArgument('params_file', default_value=share_path('config', 'delta.yaml'),
+                              description='ROS 2 parameter file for the delta_robot nodes'),
+        *([DeclareLaunchArgument('ros2_control', default_value='none', choices=['none', 'mock', 'topic'],
+                                 description='<ros2_control> block of the URDF')] if ros2_control else []),
+        DeclareLaunchArgument('use_robot_state_publisher', default_value='true',
+                              description='start robot_state_publisher (TF from /delta/robot_joint_states)'),
+        DeclareLaunchArgument('use_state_node', default_value='true',
+                              description='start delta_state (full joint state, platform position and path)'),
+        DeclareLaunchArgument('launch_rviz', default_value='true', description='start RViz'),
+        DeclareLaunchArgument('rviz_config', default_value=share_path('config', 'delta.rviz'),
+                              description='RViz config file'),
+    ]
+
+
+def generate_launch_description():
+    return LaunchDescription([*declare_arguments(), OpaqueFunction(function=launch_setup)])
