@@ -15,7 +15,9 @@ Setpoints come from a trajectory plan, from streamed commands (the ros2_control 
 contract, guarded by ``command_timeout``: when commands stop, the loop holds the robot
 where it is), or from a hold. Safety: a measured position beyond its limits by more than
 ``position_margin`` or a speed above ``velocity_margin`` times its limit quick-stops every
-axis; a drive fault does too; the emergency stop holds until reset.
+axis; so do a drive fault and a loop that stalled longer than ``max_stall``; the emergency
+stop holds until reset. The drives always advance by the real time between cycles (a
+late cycle leaves the last torque applied for longer, as on a real robot).
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ class LoopConfig:
     feedforward_timeout: float = 0.01         # s: a topic feedforward older than this is not used
     position_margin: float = 0.05             # rad beyond the limits -> quick stop
     velocity_margin: float = 1.25             # x velocity limit -> quick stop
+    max_stall: float = 0.25                   # s between cycles -> quick stop
 
     def __post_init__(self):
         if not (self.rate > 0 and math.isfinite(self.rate)):
@@ -112,6 +115,7 @@ class ControlLoop:
     def __init__(self, model, drives, config: LoopConfig | None = None):
         self.model = model
         self.ff_model = model                 # the model of the in-process feedforward
+        self.ff_function = None               # or a function of the setpoint that replaces it
         self.drives = drives
         self.cfg = config or LoopConfig()
         self.period = 1.0 / self.cfg.rate
@@ -172,10 +176,14 @@ class ControlLoop:
             self._plan, self._hold = None, None
             self._watchdog_fired = False
 
-    def reconfigure(self, feedforward=None, model=None, kp=None, kd=None) -> None:
+    def reconfigure(self, feedforward=None, model=None, kp=None, kd=None, function=None) -> None:
         """Change the control law while running: feedforward source, the model used for the
-        in-process feedforward (e.g. identified parameters), the gains."""
+        in-process feedforward (e.g. identified parameters), the gains, or a function
+        ``f(setpoint) -> tau`` that replaces the in-process model (e.g. the dynamics node's
+        own model when the nodes are composed in one process)."""
         with self._lock:
+            if function is not None:
+                self.ff_function = function
             if feedforward is not None:
                 self.cfg.feedforward = feedforward
             if model is not None:
@@ -242,11 +250,14 @@ class ControlLoop:
             self.drives.quick_stop(reason)
         if not self._estop and fb.state is DriveState.ENABLED:
             bad = self._check_limits(q, qd)
+            if not bad and dt > self.cfg.max_stall:
+                bad = (f"control loop stalled for {dt * 1e3:.0f} ms "
+                       f"(max_stall {self.cfg.max_stall * 1e3:.0f} ms)")
             if bad:
                 events.append(f"quick stop: {bad}")
                 self.emergency_stop(bad)
         if self._estop or fb.state is not DriveState.ENABLED:
-            self.drives.cycle(min(max(dt, 0.0), 5 * self.period))
+            self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
             return CycleOutput(now, fb.position, fb.velocity, fb.torque, None, None, (0.0,) * 3, (0.0,) * 3, events)
 
         with self._lock:
@@ -265,7 +276,7 @@ class ControlLoop:
                 self.drives.write(torque=clipped)
         except DriveError as e:
             events.append(f"drive refused command: {e}")
-        self.drives.cycle(min(max(dt, 0.0), 5 * self.period))
+        self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
         return CycleOutput(now, fb.position, fb.velocity, fb.torque, sp, preview,
                            tuple(clipped.tolist()), tuple(ff.tolist()), events)
 
@@ -304,6 +315,8 @@ class ControlLoop:
         return self.model_feedforward(sp)
 
     def model_feedforward(self, sp: Setpoint) -> np.ndarray:
+        if self.ff_function is not None:
+            return self.ff_function(sp)
         m = self.ff_model
         X, Xd, Xdd = cartesian_state(m, sp.q, sp.qd, sp.qdd)
         return inverse_dynamics(m, X, Xd, Xdd)

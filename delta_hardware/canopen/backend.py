@@ -472,8 +472,10 @@ class CanopenDriveSet(DriveSet):
         if e.code & 0xFF00 == 0:
             return                                     # error reset / no error
         with self._fb:
-            self._faults.setdefault(ax.index, f"EMCY {cia402.error_text(e.code)}, error register "
-                                              f"0x{e.register:02X}, node {ax.node_id}")
+            old = self._faults.get(ax.index, "")
+            if not old or old.startswith("the drive is in fault"):     # the EMCY says more
+                self._faults[ax.index] = (f"EMCY {cia402.error_text(e.code)}, error register "
+                                          f"0x{e.register:02X}, node {ax.node_id}")
 
     def _on_heartbeat(self, ax: _Axis, state: int):
         ax.hb_time = time.monotonic()

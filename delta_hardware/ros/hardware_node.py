@@ -52,6 +52,7 @@ PARAMETERS = {
     "feedforward_robot": "",          # robot file of the in-process feedforward model (default: robot); run time
     "feedforward_timeout": 0.01,      # s
     "command_timeout": 0.5,           # s
+    "publish_desired_state": True,    # /delta/desired_state for the dynamics node (off when composed)
     "max_command_step": 0.1,          # rad: a streamed position further from the setpoint is refused
     "autostart": True,
     "can_interface": "virtual",       # canopen: python-can interface
@@ -135,6 +136,7 @@ class HardwareNode(LifecycleNode):
             self._close_drives()
             return TransitionCallbackReturn.FAILURE
         self.max_step = float(p["max_command_step"])
+        self.publish_desired = bool(p["publish_desired_state"])
         self._create_entities()
         self.get_logger().info(f"configured: robot {robot.name} ({robot.source}), hardware {p['hardware']}, "
                                f"{cfg.rate:g} Hz, feedforward {cfg.feedforward}")
@@ -270,7 +272,7 @@ class HardwareNode(LifecycleNode):
         js.velocity = list(out.velocity)
         js.effort = list(out.effort)
         self.pub_js.publish(js)
-        if out.preview is not None:
+        if out.preview is not None and self.publish_desired:
             d = JointTrajectory()
             d.header.stamp = to_time(out.time + self.loop.period)
             d.joint_names = names
