@@ -46,9 +46,11 @@ class Frames(can.Listener):
 
 
 def drives_on(channel, config="generic_cia402", rate=500.0, **overrides):
-    """The backend on ``channel``; overrides merged over the config (tpdo_timeout generous
-    so every read sees this cycle's TPDOs in the single-process tests)."""
-    over = {"timing": {"tpdo_timeout": 0.05}}
+    """The backend on ``channel``; overrides merged over the config. For tests that must not
+    depend on the machine's load: read() waits up to 0.5 s for this cycle's TPDOs (they
+    always come, in one process), and the heartbeat consumer time is 1 s (the heartbeat
+    tests set both back)."""
+    over = {"timing": {"tpdo_timeout": 0.5}, "heartbeat": {"timeout_ms": 1000}}
     for k, v in overrides.items():
         over[k] = {**over.get(k, {}), **v} if isinstance(v, dict) else v
     return CanopenDriveSet("nt_robot", "virtual", channel, config, rate=rate, config_overrides=over)

@@ -3,6 +3,7 @@ python-can stacks on python-can's virtual bus: start-up configuration, trajector
 cyclic synchronous position and torque mode, the CAN frames themselves, and every fault
 path (silent bus, missing drive, heartbeat lost, EMCY, a drive leaving the bus, commands
 while not enabled) with recovery through reset."""
+import contextlib
 import time
 
 import numpy as np
@@ -23,20 +24,33 @@ DT = 0.002
 MODEL = DeltaModel.from_robot("nt_robot")
 
 
-@pytest.fixture
-def rig(request):
-    """Simulated drives and the backend on a fresh virtual channel; mode from the param."""
-    mode = getattr(request, "param", "position")
+@contextlib.contextmanager
+def _rig(mode="position", **overrides):
+    """Simulated drives and the backend on a fresh virtual channel."""
     channel = unique_channel()
     sim = sim_on(channel)
     drives = None
     try:
-        drives = drives_on(channel, mode=mode)
+        drives = drives_on(channel, mode=mode, **overrides)
         yield sim, drives, channel
     finally:
         if drives is not None:
             drives.close()
         sim.close()
+
+
+@pytest.fixture
+def rig(request):
+    with _rig(getattr(request, "param", "position")) as r:
+        yield r
+
+
+@pytest.fixture
+def rig_hb300():
+    """The shipped heartbeat consumer time, 300 ms (the other tests use 1 s), and a short
+    TPDO wait (a drive that left the bus sends none)."""
+    with _rig(heartbeat={"timeout_ms": 300}, timing={"tpdo_timeout": 0.01}) as r:
+        yield r
 
 
 def run(loop, t, seconds):
@@ -180,9 +194,14 @@ def test_frames_sync_period_and_pdo_contents():
         assert thread.error is None
         syncs = np.array([ts for ts, cob, _ in frames.since(n0) if cob == 0x80])
         periods = np.diff(syncs)
-        assert len(periods) > 250
-        assert np.median(periods) == pytest.approx(DT, rel=0.1)
-        assert abs(periods.mean() - DT) < 0.2 * DT
+        assert len(periods) > 150
+        # one SYNC per loop cycle, at the period the loop achieved ...
+        loop_periods = loop.stats.periods[:min(loop.stats.n, len(loop.stats.periods))]
+        assert np.median(periods) == pytest.approx(np.median(loop_periods), rel=0.05)
+        # ... which is the control period unless this machine is too busy to keep it
+        if loop.stats.overruns == 0:
+            assert np.median(periods) == pytest.approx(DT, rel=0.1)
+            assert abs(periods.mean() - DT) < 0.2 * DT
     finally:
         drives.close()
         frames.close()
@@ -282,8 +301,8 @@ def _run_until_stopped(loop, t, timeout=2.0):
     return t, events
 
 
-def test_heartbeat_lost_during_motion_stops_every_axis_until_reset(rig):
-    sim, drives, _ = rig
+def test_heartbeat_lost_during_motion_stops_every_axis_until_reset(rig_hb300):
+    sim, drives, _ = rig_hb300
     loop, t = _moving(sim, drives)
     sim.stop_heartbeat(1)
     t, events = _run_until_stopped(loop, t)
@@ -333,8 +352,8 @@ def test_emcy_during_motion_stops_every_axis_with_the_code(rig):
     assert drives.state is DriveState.ENABLED
 
 
-def test_a_drive_leaving_the_bus_during_motion(rig):
-    sim, drives, _ = rig
+def test_a_drive_leaving_the_bus_during_motion(rig_hb300):
+    sim, drives, _ = rig_hb300
     loop, t = _moving(sim, drives)
     sim.unplug(0)
     t0 = time.monotonic()
@@ -398,7 +417,8 @@ def test_maxon_config_units_direction_and_offset():
     drives = None
     try:
         drives = CanopenDriveSet("nt_robot", "virtual", channel, "maxon_epos4", rate=500,
-                                 config_overrides={**over, "timing": {"tpdo_timeout": 0.05}})
+                                 config_overrides={**over, "timing": {"tpdo_timeout": 0.5},
+                                                   "heartbeat": {"timeout_ms": 1000}})
         res = 2 * np.pi / (4096 * 21)
         np.testing.assert_allclose(drives.read().position, sim.joint_positions(), atol=res)
         loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model"))
