@@ -121,6 +121,7 @@ def test_no_drive_on_the_bus_leaves_the_node_unconfigured():
 
 
 def test_faults_on_the_bus_stop_the_node_until_reset(tmp_path):
+    pytest.importorskip("msgpack", reason="python-can's udp_multicast needs msgpack (python-can[multicast])")
     channel = f"239.74.163.2:{43300 + os.getpid() % 1000}"
     sim = SimulatedCia402Drives("nt_robot", "udp_multicast", channel, "generic_cia402")
     node = _node("delta_hw_udp", "-p", "can_interface:=udp_multicast", "-p", f"can_channel:={channel}",
