@@ -1,0 +1,116 @@
+"""delta-bringup: the whole simulated stack in its own process, driven over DDS from the
+test process; the scripted demo (identification improves tracking); bad arguments."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Transform, Vector3
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory,
+                                 MultiDOFJointTrajectoryPoint)
+
+from delta_description.robot_file import load_robot
+from delta_dynamics.kinematics import forward_kinematics
+from delta_dynamics.model import DeltaModel
+from ros_helpers import NodeProcess, RosClient
+
+pytestmark = pytest.mark.ros
+ARMS = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
+MODEL = DeltaModel.from_robot("nt_robot")
+
+
+def test_the_composed_stack_moves_the_robot_and_shuts_down_cleanly(tmp_path):
+    out = tmp_path / "identified.yaml"
+    stack = NodeProcess("delta_bringup.main", "-p", "publish_desired_state:=true",
+                        "-p", f"output:={out}", "-p", "min_samples:=100000")
+    client = RosClient("bringup_test")
+    n = client.node
+    got = {"js": None, "ff": [], "full": None, "estimate": [], "events": []}
+    n.create_subscription(JointState, "/joint_states",
+                          lambda m: got.__setitem__("js", m) if list(m.name) == ARMS else None, 20)
+    n.create_subscription(JointState, "/delta/feedforward", lambda m: got["ff"].append(m), 50)
+    n.create_subscription(JointState, "/delta/robot_joint_states", lambda m: got.__setitem__("full", m), 10)
+    n.create_subscription(String, "/delta_identification/estimate", lambda m: got["estimate"].append(m.data), 10)
+    n.create_subscription(String, "/delta_hardware/events", lambda m: got["events"].append(m.data), 50)
+    traj = n.create_publisher(JointTrajectory, "/delta_hardware/joint_trajectory", 10)
+    cart = n.create_publisher(MultiDOFJointTrajectory, "/delta_hardware/cartesian_trajectory", 10)
+    refit = n.create_client(Trigger, "/delta_identification/refit")
+    try:
+        assert client.spin_until(lambda: got["js"] is not None and got["full"] is not None
+                                 and traj.get_subscription_count() > 0, 30), stack.output()[-3000:]
+        # every movable URDF joint is drawn: 3 arms, 12 elbow joints, platform_x/y/z
+        assert len(got["full"].name) == 18 and "platform_z" in got["full"].name
+        # a joint trajectory
+        msg = JointTrajectory(joint_names=["arm_3_joint", "arm_1_joint", "arm_2_joint"])
+        msg.points = [JointTrajectoryPoint(positions=[0.1, 0.3, 0.2], time_from_start=Duration(sec=1))]
+        traj.publish(msg)
+        assert client.spin_until(lambda: any("finished" in e for e in got["events"]), 10), got["events"]
+        client.spin_for(0.3)
+        np.testing.assert_allclose(got["js"].position, [0.3, 0.2, 0.1], atol=3e-3)
+        # feedforward messages answer the desired states, stamped like them
+        assert len(got["ff"]) > 100
+        assert list(got["ff"][-1].name) == ARMS and np.isfinite(got["ff"][-1].effort).all()
+        # a Cartesian trajectory
+        goal = [0.04, 0.05, -0.72]
+        m = MultiDOFJointTrajectory()
+        m.points = [MultiDOFJointTrajectoryPoint(transforms=[Transform(translation=Vector3(x=goal[0], y=goal[1], z=goal[2]))],
+                                                 time_from_start=Duration(sec=1))]
+        n_events = len(got["events"])
+        cart.publish(m)
+        assert client.spin_until(lambda: any("finished" in e for e in got["events"][n_events:]), 10)
+        client.spin_for(0.3)
+        np.testing.assert_allclose(forward_kinematics(MODEL, got["js"].position), goal, atol=2e-3)
+        # the identification node collects the window and runs RLS online
+        assert client.spin_until(lambda: any('"rls"' in e for e in got["estimate"]), 5)
+        est = json.loads([e for e in got["estimate"] if '"rls"' in e][-1])
+        assert est["samples"] > 500 and est["updates"] > 10
+        # a refit on too little data is refused and writes nothing
+        res = client.call(refit, Trigger.Request())
+        assert not res.success and "samples in the window, need 100000" in res.message
+        assert not out.exists()
+    finally:
+        client.close()
+        code = stack.stop(timeout=15)
+        log = stack.output()
+        stack.close()
+    assert code == 0, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+
+
+def test_demo_identification_makes_the_feedforward_track_better(tmp_path):
+    """The scripted session: PD only, nominal feedforward, excitation, refit, identified feedforward."""
+    proc = subprocess.run([sys.executable, "-m", "delta_bringup.main", "--demo", "--out", str(tmp_path),
+                           "--cycles", "1"], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    res = json.loads((tmp_path / "demo_results.json").read_text())
+    pd, nominal, ident = (res[k]["rms_rad"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
+    assert ident < pd / 3, res
+    assert nominal < pd, res
+    robot = load_robot(tmp_path / "identified.yaml")
+    assert robot.metadata["identified"]["method"] == "bounded"
+    assert min(robot.metadata["identified"]["fitness"]["validation"]) >= 0.9
+    # the identified payload-carrying mass is closer to the truth than the robot file's
+    truth = DeltaModel(load_robot(tmp_path / "true_robot.yaml")).m_x
+    assert abs(DeltaModel(robot).m_x - truth) < abs(MODEL.m_x - truth)
+    for png in ("demo_tracking.png", "demo_parameters.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
+    assert "identified feedforward cuts the RMS tracking error" in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--params-file", "/no/such.yaml"], "--params-file /no/such.yaml: no such file"),
+    (["--cycles", "0"], "--cycles must be >= 1"),
+    (["--robot", "no_such_robot"], "no such preset"),
+])
+def test_bad_arguments_exit_with_a_clear_error(args, message):
+    proc = subprocess.run([sys.executable, "-m", "delta_bringup.main", *args],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
