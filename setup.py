@@ -85,7 +85,7 @@ setup(
         'urdf-parser-py',
         'rosbags',
         'canopen',
-        'python-can',
+        'python-can[multicast]',   # udp_multicast (delta-drive-sim in another process) needs msgpack
     ],
     extras_require={'test': ['pytest']},
     entry_points={

@@ -38,6 +38,7 @@ def parse_args(argv):
     ap.add_argument("--hardware", choices=("sim", "canopen"), help="drive backend")
     ap.add_argument("--can-interface", help="python-can interface (canopen)")
     ap.add_argument("--can-channel", help="CAN channel (canopen)")
+    ap.add_argument("--drives-config", help="config/drives/<name>.yaml or a path (canopen)")
     ap.add_argument("--demo", action="store_true", help="run the scripted demo on the simulated robot")
     ap.add_argument("--out", default="out", help="output folder of the demo (default: out)")
     ap.add_argument("--cycles", type=int, default=2, help="pick-and-place cycles per demo phase")
@@ -56,7 +57,8 @@ def ros_arguments(args, ros_args, extra=()):
     out = ["delta-bringup", "--ros-args", "--params-file", params,
            "-p", "publish_desired_state:=false"]
     for flag, name in (("robot", "robot"), ("hardware", "hardware"),
-                       ("can_interface", "can_interface"), ("can_channel", "can_channel")):
+                       ("can_interface", "can_interface"), ("can_channel", "can_channel"),
+                       ("drives_config", "drives_config")):
         value = getattr(args, flag)
         if value:
             out += ["-p", f"{name}:={value}"]

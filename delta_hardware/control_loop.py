@@ -272,6 +272,9 @@ class ControlLoop:
         try:
             if self.drives.mode is Mode.POSITION:
                 self.drives.write(position=sp.q, velocity=sp.qd, torque=ff)
+            elif self.drives.mode is Mode.VELOCITY:
+                # the drive closes the velocity loop; the position error becomes a velocity term
+                self.drives.write(velocity=sp.qd + self.kp / np.maximum(self.kd, 1e-9) * (sp.q - q), torque=ff)
             else:
                 self.drives.write(torque=clipped)
         except DriveError as e:

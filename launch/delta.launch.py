@@ -46,7 +46,7 @@ JOINT_STATE_BROADCASTER_TOPIC = '/delta/ros2_control/joint_states'
 
 def hardware_overrides(context):
     out = {}
-    for name in ('hardware', 'can_interface', 'can_channel'):
+    for name in ('hardware', 'can_interface', 'can_channel', 'drives_config'):
         value = LaunchConfiguration(name).perform(context).strip()
         if value:
             out[name] = value
@@ -105,6 +105,9 @@ def generate_launch_description():
                               description='python-can interface for hardware:=canopen (e.g. socketcan)'),
         DeclareLaunchArgument('can_channel', default_value='',
                               description='CAN channel for hardware:=canopen (e.g. can0)'),
+        DeclareLaunchArgument('drives_config', default_value='', description=(
+            'hardware:=canopen: config/drives/<name>.yaml or a path (sim_cia402: simulated '
+            'drives in-process, with can_interface:=virtual)')),
         DeclareLaunchArgument('use_ros2_control', default_value='false',
                               description='start controller_manager with the topic-based ros2_control system'),
         DeclareLaunchArgument('controllers_file',

@@ -52,6 +52,7 @@ PARAMETERS = {
     "feedforward_robot": "",          # robot file of the in-process feedforward model (default: robot); run time
     "feedforward_timeout": 0.01,      # s
     "command_timeout": 0.5,           # s
+    "max_stall": 0.25,                # s between control cycles that quick-stops the robot
     "publish_desired_state": True,    # /delta/desired_state for the dynamics node (off when composed)
     "max_command_step": 0.1,          # rad: a streamed position further from the setpoint is refused
     "autostart": True,
@@ -118,6 +119,7 @@ class HardwareNode(LifecycleNode):
             self.model = DeltaModel(robot)
             cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
                              command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
+                             max_stall=float(p["max_stall"]),
                              feedforward_timeout=float(p["feedforward_timeout"]))
             if p["hardware"] == "sim":
                 options = dict(true_robot=p["true_robot"] or None, payload=float(p["sim_payload"]),
@@ -456,7 +458,9 @@ class HardwareNode(LifecycleNode):
         values = {"drive_state": state, "control_rate_hz": f"{self.loop.cfg.rate:g}",
                   **{k: json.dumps(v) if isinstance(v, list) else f"{v:.4g}" if isinstance(v, float) else str(v)
                      for k, v in s.items()}}
-        st.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        if self.drives is not None and hasattr(self.drives, "diagnostics"):
+            values.update(self.drives.diagnostics())      # per axis: state, heartbeat age, late frames
+        st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         arr = DiagnosticArray()
         arr.header.stamp = self.get_clock().now().to_msg()
         arr.status = [st]
