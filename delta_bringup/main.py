@@ -55,7 +55,7 @@ def ros_arguments(args, ros_args, extra=()):
         raise SystemExit(f"delta-bringup: error: {e}")
     # composed in one process: the feedforward comes from the dynamics node in-process
     out = ["delta-bringup", "--ros-args", "--params-file", params,
-           "-p", "publish_desired_state:=false"]
+           "-p", "publish_desired_state:=false", "-p", "feedforward:=model"]
     for flag, name in (("robot", "robot"), ("hardware", "hardware"),
                        ("can_interface", "can_interface"), ("can_channel", "can_channel"),
                        ("drives_config", "drives_config")):

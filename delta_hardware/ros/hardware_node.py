@@ -19,7 +19,6 @@ import threading
 import time
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import State, TransitionCallbackReturn
@@ -204,7 +203,7 @@ class HardwareNode(LifecycleNode):
                 pass
 
     def destroy_node(self):
-        self._stop_thread()
+        self.release()
         self._close_drives()
         super().destroy_node()
 
@@ -467,21 +466,15 @@ class HardwareNode(LifecycleNode):
         self.pub_diag.publish(arr)
 
 
-def main(args=None):
-    rclpy.init(args=args)
+def _started() -> "HardwareNode":
     node = HardwareNode()
     node.start()
-    executor = rclpy.executors.MultiThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.release()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return node
+
+
+def main(args=None) -> int:
+    from delta_description.ros.node_util import run
+    return run(_started, "delta_hardware", args, multithreaded=True)
 
 
 if __name__ == "__main__":
