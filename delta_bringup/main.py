@@ -67,6 +67,27 @@ def ros_arguments(args, ros_args, extra=()):
     return out + list(ros_args)
 
 
+def _spin_quietly(executor):
+    try:
+        executor.spin()
+    except Exception:                      # shut down with the process
+        pass
+
+
+def apply_in_process(path, dynamics, hardware):
+    """Give an identified robot file to the composed dynamics and hardware nodes directly
+    (the same parameter callbacks as ``ros2 param set``); the names of what accepted it."""
+    from rclpy.parameter import Parameter
+    done = []
+    for node, name in ((dynamics, "robot"), (hardware, "feedforward_robot")):
+        result = node.set_parameters([Parameter(name, value=path)])[0]
+        if result.successful:
+            done.append(f"{node.get_name()}.{name}")
+        else:
+            node.get_logger().warning(f"refused {name}={path}: {result.reason}")
+    return done
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args, ros_args = parse_args(argv)
@@ -84,7 +105,7 @@ def main(argv=None) -> int:
             return 2
 
     import rclpy
-    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     from delta_description.ros.state_node import StateNode
     from delta_dynamics.ros.dynamics_node import DynamicsNode
@@ -102,11 +123,11 @@ def main(argv=None) -> int:
         except Exception as e:                     # a bad parameter: say which, exit 2
             print(f"delta-bringup: error: {e}", file=sys.stderr)
             return 2
+        dynamics = nodes[1]
         hardware.start()
         if hardware.loop is not None:
             # Composed: the loop calls the dynamics node's model in-process (no DDS round trip
             # per cycle), so it follows every model the dynamics node is given (identification).
-            dynamics = nodes[1]
             names = list(hardware.model.joint_names)
             hardware.loop.reconfigure(function=lambda sp: dynamics.compute(names, sp.q, sp.qd, sp.qdd))
         if hardware.loop is None or not hardware._active():
@@ -116,9 +137,18 @@ def main(argv=None) -> int:
         import gc
         gc.collect()
         gc.freeze()        # start-up objects leave the collector's view: shorter pauses for the loop
-        executor = MultiThreadedExecutor(num_threads=4)
-        for n in nodes:
+        # Single-threaded executors: rclpy's multi-threaded one adds milliseconds per
+        # callback, too slow for 500 Hz topics. The identification node gets its own (a
+        # refit blocks it for seconds); the rest share the main thread's.
+        executor = SingleThreadedExecutor()
+        for n in (hardware, dynamics, nodes[2]):
             executor.add_node(n)
+        identification = nodes[3]
+        identification.apply_hook = lambda path: apply_in_process(path, dynamics, hardware)
+        ident_executor = SingleThreadedExecutor()
+        ident_executor.add_node(identification)
+        ident_thread = threading.Thread(target=_spin_quietly, args=(ident_executor,), daemon=True)
+        ident_thread.start()
         if args.demo:
             from delta_bringup.demo import Demo
             demo = Demo(args, hardware)
@@ -130,6 +160,7 @@ def main(argv=None) -> int:
             executor.spin()
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
+        ident_executor.shutdown(timeout_sec=1.0)
         if args.demo:
             stop.set()
             worker.join(5.0)

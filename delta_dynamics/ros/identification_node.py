@@ -90,6 +90,9 @@ class IdentificationNode(Node):
                                          P0=np.maximum(np.abs(nominal), 1e-3) ** 2, theta0=nominal)
         self.last_result = None
         self._refit_lock = threading.Lock()
+        # apply_hook(path) -> names of what was updated: set by delta-bringup to update the
+        # composed nodes in-process; None: the set_parameters services of ``push_to``
+        self.apply_hook = None
         self.pub = self.create_publisher(String, "~/estimate", 10)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_subscription(JointState, "/joint_states", self._on_joint_states, STATE_QOS)
@@ -240,7 +243,7 @@ class IdentificationNode(Node):
             write_robot_file(out, robot, header="identified online by delta_identification")
         except (RobotFileError, OSError, IdentificationError) as e:
             return False, f"could not write {out}: {e}"
-        pushed = self._push(out, p["push_to"])
+        pushed = self.apply_hook(out) if self.apply_hook is not None else self._push(out, p["push_to"])
         return True, (f"validation fitness [{fit_txt}] from {n} samples in {seconds:.2f} s; "
                       f"wrote {out}; pushed to {', '.join(pushed) or 'no node'}")
 

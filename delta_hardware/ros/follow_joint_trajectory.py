@@ -6,6 +6,11 @@ the node runs without it. A goal goes through the same validation as the
 ``~/joint_trajectory`` topic; feedback (desired, actual, error) is sent at 20 Hz; cancel
 holds the robot where its setpoint is; at the end the goal tolerances are checked on
 position (within ``goal_time_tolerance``).
+
+The server lives on a companion node (``<hardware node>_actions``) spun by its own
+executor thread: executing a goal blocks for the trajectory's duration, and the hardware
+node's single-threaded executor must keep its other callbacks (the 500 Hz feedforward) fast.
+The action keeps the hardware node's name: ``/<hardware node>/follow_joint_trajectory``.
 """
 from __future__ import annotations
 
@@ -26,14 +31,33 @@ Result = FollowJointTrajectory.Result
 
 class FollowJointTrajectoryServer:
     def __init__(self, node):
+        import threading
+
+        import rclpy
+        from rclpy.executors import MultiThreadedExecutor
         self.node = node
-        self.server = ActionServer(node, FollowJointTrajectory, "~/follow_joint_trajectory",
+        self.host = rclpy.create_node(f"{node.get_name()}_actions", namespace=node.get_namespace(),
+                                      context=node.context)
+        name = f"{node.get_fully_qualified_name()}/follow_joint_trajectory"
+        self.server = ActionServer(self.host, FollowJointTrajectory, name,
                                    execute_callback=self._execute, goal_callback=self._on_goal,
                                    cancel_callback=lambda goal: CancelResponse.ACCEPT,
                                    callback_group=ReentrantCallbackGroup())
+        self.executor = MultiThreadedExecutor(num_threads=2, context=node.context)
+        self.executor.add_node(self.host)
+        self.thread = threading.Thread(target=self._spin, name="follow_joint_trajectory", daemon=True)
+        self.thread.start()
+
+    def _spin(self):
+        try:
+            self.executor.spin()
+        except Exception:                                   # shutdown
+            pass
 
     def destroy(self):
+        self.executor.shutdown(timeout_sec=1.0)
         self.server.destroy()
+        self.host.destroy_node()
 
     def _on_goal(self, goal):
         return GoalResponse.ACCEPT if self.node._active() else GoalResponse.REJECT

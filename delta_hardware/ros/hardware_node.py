@@ -266,13 +266,6 @@ class HardwareNode(LifecycleNode):
         with self._cycle_lock:
             self._last_cycle = out
         names = list(self.model.joint_names)
-        js = JointState()
-        js.header.stamp = to_time(out.time)
-        js.name = names
-        js.position = list(out.position)
-        js.velocity = list(out.velocity)
-        js.effort = list(out.effort)
-        self.pub_js.publish(js)
         if out.preview is not None and self.publish_desired:
             d = JointTrajectory()
             d.header.stamp = to_time(out.time + self.loop.period)
@@ -282,7 +275,14 @@ class HardwareNode(LifecycleNode):
             pt.velocities = out.preview.qd.tolist()
             pt.accelerations = out.preview.qdd.tolist()
             d.points = [pt]
-            self.pub_desired.publish(d)
+            self.pub_desired.publish(d)                 # first: the dynamics node is waiting
+        js = JointState()
+        js.header.stamp = to_time(out.time)
+        js.name = names
+        js.position = list(out.position)
+        js.velocity = list(out.velocity)
+        js.effort = list(out.effort)
+        self.pub_js.publish(js)
         for e in out.events:
             self.event(e, warn=not e.startswith("trajectory finished"))
 
@@ -473,8 +473,11 @@ def _started() -> "HardwareNode":
 
 
 def main(args=None) -> int:
+    """Spin the node on a single-threaded executor: its callbacks are short (the loop has
+    its own thread), and rclpy's multi-threaded executor would add milliseconds of latency
+    to the 500 Hz feedforward topic."""
     from delta_description.ros.node_util import run
-    return run(_started, "delta_hardware", args, multithreaded=True)
+    return run(_started, "delta_hardware", args)
 
 
 if __name__ == "__main__":
