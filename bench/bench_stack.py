@@ -1,0 +1,162 @@
+"""Stack benchmark (not a test): control-loop timing, feedforward latency, tracking error.
+
+1. Control-loop period over ``--seconds`` (default 60) at 500 Hz and 1 kHz: the hardware node
+   (simulated robot) in its own process; periods from the stamps of its /joint_states
+   (each is the time of one control cycle). Target: p99 <= 1.2 x nominal at 500 Hz.
+2. Latency from a published setpoint (/delta/desired_state) to its feedforward
+   (/delta/feedforward from the dynamics node, another process), as the hardware node
+   measures it (its diagnostics). Target: p50 <= 1 ms, p99 <= 3 ms.
+3. Tracking error on the pick-and-place cycle with PD only, the nominal feedforward and the
+   identified feedforward: ``delta-bringup --demo``. Target: identified >= 5x better than PD.
+
+Usage: python bench/bench_stack.py [--seconds 60] [--skip-demo]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 90 + 10))
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+import rclpy  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.qos import QoSProfile  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+
+def spawn(module, *ros_args):
+    return subprocess.Popen([sys.executable, "-m", module, "--ros-args", *ros_args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop(*procs):
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def loop_timing(rate: float, seconds: float):
+    hw = spawn("delta_hardware.ros.hardware_node", "-p", f"control_rate:={rate}", "-p", "feedforward:=model",
+               "-p", "publish_desired_state:=false")
+    node = rclpy.create_node("bench_loop")
+    stamps = np.zeros(int(rate * (seconds + 30)))
+    n = [0]
+
+    def on_js(m):
+        if n[0] < len(stamps):
+            stamps[n[0]] = m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+            n[0] += 1
+    node.create_subscription(JointState, "/joint_states", on_js, QoSProfile(depth=1000))
+    try:
+        t_end = time.monotonic() + 30
+        while n[0] < 50 and time.monotonic() < t_end:
+            rclpy.spin_once(node, timeout_sec=0.1)
+        k0 = n[0] + int(rate)                      # skip the first second
+        t_end = time.monotonic() + seconds + 1.0
+        while time.monotonic() < t_end:
+            rclpy.spin_once(node, timeout_sec=0.05)
+    finally:
+        stop(hw)
+        node.destroy_node()
+    st = np.sort(stamps[k0:n[0]])
+    d = np.diff(st)
+    lost = int(round((st[-1] - st[0]) * rate)) + 1 - len(st)
+    return d, lost
+
+
+def feedforward_latency(seconds: float):
+    hw = spawn("delta_hardware.ros.hardware_node", "-p", "feedforward:=topic")
+    dyn = spawn("delta_dynamics.ros.dynamics_node")
+    node = rclpy.create_node("bench_latency")
+    last = {}
+
+    def on_diag(m):
+        for s in m.status:
+            if s.name.startswith("delta_hardware"):
+                last.update({kv.key: kv.value for kv in s.values})
+    node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 10)
+    try:
+        t_end = time.monotonic() + seconds + 5
+        while time.monotonic() < t_end:
+            rclpy.spin_once(node, timeout_sec=0.1)
+    finally:
+        stop(hw, dyn)
+        node.destroy_node()
+    return last
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--skip-demo", action="store_true")
+    args = ap.parse_args()
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"load {os.getloadavg()[0]:.2f}")
+    rclpy.init()
+    rows = []
+    try:
+        for rate in (500.0, 1000.0):
+            d, lost = loop_timing(rate, args.seconds)
+            nominal = 1e3 / rate
+            p50, p99, mx = (1e3 * np.percentile(d, 50), 1e3 * np.percentile(d, 99), 1e3 * d.max())
+            ok = "✓" if (rate != 500.0 or p99 <= 1.2 * nominal) else "✗"
+            rows.append(f"| loop period at {rate:g} Hz ({args.seconds:g} s) | p50 {p50:.3f} ms, p99 {p99:.3f} ms, "
+                        f"max {mx:.2f} ms, {lost} cycles missing | "
+                        f"{'p99 <= ' + format(1.2 * nominal, '.2f') + ' ms ' + ok if rate == 500.0 else '-'} |")
+            print(rows[-1], flush=True)
+        lat = feedforward_latency(min(args.seconds, 20.0))
+        p50 = float(lat.get("feedforward_latency_p50_ms", "nan"))
+        p99 = float(lat.get("feedforward_latency_p99_ms", "nan"))
+        ok = "✓" if p50 <= 1.0 and p99 <= 3.0 else "✗"
+        rows.append(f"| setpoint -> feedforward latency (2 processes, DDS) | p50 {p50:.3f} ms, p99 {p99:.3f} ms | "
+                    f"p50 <= 1 ms, p99 <= 3 ms {ok} |")
+        print(rows[-1], flush=True)
+    finally:
+        rclpy.shutdown()
+    if not args.skip_demo:
+        out = Path(tempfile.mkdtemp(prefix="bench_demo_"))
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "delta_bringup.main", "--demo", "--out", str(out), "--cycles", "2"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(proc.stdout[-3000:], proc.stderr[-3000:])
+            sys.exit("demo failed")
+        res = json.loads((out / "demo_results.json").read_text())
+        pd, nom, idf = (res[k]["rms_rad"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
+        ok = "✓" if pd / idf >= 5 else "✗"
+        rows.append(f"| pick-and-place RMS tracking error (demo, {time.monotonic() - t0:.0f} s) | PD only "
+                    f"{1e3 * pd:.2f} mrad, nominal feedforward {1e3 * nom:.2f} mrad, identified feedforward "
+                    f"{1e3 * idf:.2f} mrad: {pd / idf:.1f}x | identified >= 5x better than PD {ok} |")
+        print(rows[-1], flush=True)
+    print("\n| measurement | result | target |\n|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
