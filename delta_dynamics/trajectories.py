@@ -102,8 +102,10 @@ def lissajous(speed: float = 0.2, x0: float = 0.1, y0: float = 0.1, depth: float
               phiy: float = 0.0, dt: float = 1e-3, ramp: float = 0.0) -> Trajectory:
     """The Lissajous path of Colombo & Lentini eq. (18) for 0 <= u <= 1, at constant ``speed``.
 
-    u advances with eq. (19): u_{k+1} = u_k + T_s v / |p'| - T_s^2 v^2 (p'.p'') / (2 |p'|^4),
-    evaluated on 20 sub-steps per sample; then X_dot = p' u_dot and
+    u advances with eq. (19): u_{k+1} = u_k + T_s v / |p'| - T_s^2 v^2 (p'.p'') / (2 |p'|^4)
+    (plus T_s^2 v_dot / (2 |p'|) while the speed ramps), evaluated on 20 sub-steps per sample;
+    the last sample is placed exactly at u = 1, a shorter step after the one before. Then
+    X_dot = p' u_dot and
     X_ddot = p'' u_dot^2 + p' u_ddot with u_dot = v / |p'|, u_ddot = -v^2 (p'.p'') / |p'|^4
     (plus the ramp term v_dot / |p'| when ``ramp`` > 0), so |X_dot| = v exactly.
     """
@@ -120,19 +122,30 @@ def lissajous(speed: float = 0.2, x0: float = 0.1, y0: float = 0.1, depth: float
     sub = 20
     h = dt / sub
     u, tt = 0.0, 0.0
-    while u < 1.0:
+    while True:
         for _ in range(sub):
-            v = speed * float(_ramp(np.array([tt]), ramp)[0][0])
+            sig, _, dsig = _ramp(np.array([tt]), ramp)
+            v, vd = speed * float(sig[0]), speed * float(dsig[0])
             a, b = dp(u)
             c, d = ddp(u)
             n2 = a * a + b * b
-            u += h * v / math.sqrt(n2) - 0.5 * h * h * v * v * (a * c + b * d) / (n2 * n2)
+            n = math.sqrt(n2)
+            # eq. (19), plus the term of the speed's own change during a ramp:
+            # u'' = v_dot / |p'| - v^2 (p'.p'') / |p'|^4
+            u += h * v / n + 0.5 * h * h * (vd / n - v * v * (a * c + b * d) / (n2 * n2))
             tt += h
+        if u >= 1.0:
+            break
         us.append(u)
         ts.append(tt)
         if len(us) > 10_000_000:
             raise ValueError("Lissajous path too long for this speed and time step")
-    u = np.minimum(np.array(us), 1.0)
+    # the last sample lands exactly on u = 1, after a correspondingly shorter step
+    a, b = dp(us[-1])
+    v_end = speed * float(_ramp(np.array([ts[-1]]), ramp)[0][0])
+    us.append(1.0)
+    ts.append(ts[-1] + (1.0 - us[-2]) * math.sqrt(a * a + b * b) / v_end)
+    u = np.array(us)
     t = np.array(ts)
     sig, _, dsig = _ramp(t, ramp)
     v, vd = speed * sig, speed * dsig

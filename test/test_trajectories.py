@@ -65,10 +65,6 @@ def test_lissajous_with_ramp_derivatives_match_finite_differences():
     check_derivatives(liss(speed=0.4, ramp=0.5), skip_last=1, rel=5e-4, pos_tol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "trajectories.lissajous: during the ramp, the eq. (19) update of u ignores the change of "
-    "speed within a sub-step, so after the ramp the positions lag the integral of the "
-    "analytic velocity by a constant ~4.8 um (first order in the sub-step; reported)"))
 def test_lissajous_ramp_positions_match_the_velocity():
     check_derivatives(liss(speed=0.4, ramp=0.5), skip_last=1, rel=5e-4, pos_tol=1e-7)
 
@@ -97,10 +93,6 @@ def test_lissajous_traces_eq_18_once():
     assert np.allclose(tr.X[:, 2], depth)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "trajectories.lissajous clamps the last sample to u = 1 without shortening its time "
-    "step: the last interval is covered below the path speed, so the final (t, X) pair is "
-    "inconsistent with the constant speed (reported to the module owner)"))
 def test_lissajous_last_interval():
     v = 0.3
     tr = liss(speed=v, ramp=0.0)
