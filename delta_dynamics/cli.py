@@ -203,9 +203,11 @@ def cmd_forward(args) -> int:
     if args.method == "adaptive":
         clock = _Clock(CubicSpline(t, tau, axis=0))
     else:
+        rows = tau.tolist()                              # step() is fastest on Python floats
+
         def held(s):                                     # zero-order hold, as on a drive
             k = min(max(int(np.searchsorted(t, s, side="right")) - 1, 0), len(t) - 1)
-            return tau[k]
+            return rows[k]
         clock = _Clock(held)
     try:
         if args.method == "adaptive":

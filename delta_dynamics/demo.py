@@ -58,7 +58,7 @@ def _track(plant, m, traj, tau_ff, q_ref, qd_ref, feedforward: bool):
     from delta_dynamics.dynamics import joint_state
     from delta_dynamics.simulate import step
     lim = np.asarray(plant.robot.limits.torque)
-    X, V = tuple(traj.X[0]), (0.0, 0.0, 0.0)
+    X, V = tuple(traj.X[0].tolist()), (0.0, 0.0, 0.0)      # floats: step() is fastest on them
     n = len(traj)
     e_q = np.empty((n, 3))
     e_x = np.empty((n, 3))
@@ -71,7 +71,7 @@ def _track(plant, m, traj, tau_ff, q_ref, qd_ref, feedforward: bool):
             tau = tau + tau_ff[k]
         tau = np.clip(tau, -lim, lim)
         e_q[k], e_x[k], taus[k] = e, np.asarray(X) - traj.X[k], tau
-        X, V = step(plant, X, V, tau, DT, "semi-implicit")
+        X, V = step(plant, X, V, tau.tolist(), DT, "semi-implicit")
     return e_q, e_x, taus
 
 
