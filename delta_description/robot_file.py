@@ -264,9 +264,46 @@ class _Reader:
         return tuple(out)
 
 
+#: Every field a robot file may hold (None: a value; a dict: a mapping of these fields).
+#: ``metadata`` is free-form (identification results and provenance).
+SCHEMA = {
+    "name": None, "type": None, "joint_names": None, "gravity": None, "metadata": ...,
+    "geometry": {k: None for k in ("base_radius", "platform_radius", "upper_arm_length",
+                                   "forearm_length", "forearm_spacing", "chain_angles_deg")},
+    "mass_properties": {
+        "upper_arm": {"mass": None, "com_distance": None, "inertia": None},
+        "motor": {"rotor_inertia": None, "gear_ratio": None, "torque_constant": None},
+        "forearm": {"mass": None, "com_ratio": None, "inertia": None},
+        "platform": {"mass": None},
+        "payload": {"mass": None},
+    },
+    "friction": {"viscous": None, "coulomb": None, "smoothing_velocity": None,
+                 "stribeck": {"static": None, "velocity": None}},
+    "limits": {"position": None, "velocity": None, "acceleration": None, "torque": None},
+}
+
+
+def _check_fields(r: "_Reader", node, schema, where: str = "") -> None:
+    """Refuse fields the schema does not know (a misspelt optional field would otherwise
+    silently fall back to its default)."""
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        path = f"{where}.{key}" if where else str(key)
+        if key not in schema:
+            known = ", ".join(schema)
+            r.fail(path, f"is not a known field (known here: {known})")
+        sub = schema[key]
+        if isinstance(sub, dict):
+            if not isinstance(value, dict):
+                r.fail(path, f"must be a mapping of fields, got {value!r}")
+            _check_fields(r, value, sub, path)
+
+
 def parse_robot(data: Any, source: str = "") -> RobotParameters:
     """Validate the YAML structure of a robot file and build :class:`RobotParameters`."""
     r = _Reader(data, source)
+    _check_fields(r, data, SCHEMA)
     name = r.get("name")
     if not isinstance(name, str) or not name.strip():
         r.fail("name", f"must be a non-empty string, got {name!r}")

@@ -83,6 +83,8 @@ def chain_geometry(m, i, x, y, z, xp):
     q = q + 2.0 * math.pi * (q <= -math.pi) - 2.0 * math.pi * (q > math.pi)
     cq, sq = xp.cos(q), xp.sin(q)
     d = -m.l * (px * sq + z * cq)
+    # d = 0: upper arm and forearm aligned (serial singularity, the edge of the workspace)
+    ok = ok & (abs(d) > 1e-12 * m.l * m.lk)
     return q, cq, sq, px, z, d, ok
 
 

@@ -50,6 +50,9 @@ def step(m, X, Xd, tau, dt: float, method: str = "semi-implicit", F_P=None):
 
     X, X_dot, tau are sequences of 3 floats; returns the new (X, X_dot) as tuples of floats.
     """
+    X = tuple(map(float, X))                      # numpy scalars would slow every operation
+    Xd = tuple(map(float, Xd))
+    tau = tuple(map(float, tau))
     if method == "semi-implicit":
         return _step_semi_implicit(m, X, Xd, tau, dt, F_P)
     if method == "rk4":

@@ -50,13 +50,22 @@ def _times(duration: float, dt: float) -> np.ndarray:
 
 
 def smoothstep7(u):
-    """Rest-to-rest septic profile s(u) = 35u^4 - 84u^5 + 70u^6 - 20u^7 on [0, 1] and its first
-    three derivatives (s', s'', s''' = 0 at both ends: continuous, bounded jerk)."""
+    """Rest-to-rest septic profile s(u) = 35u^4 - 84u^5 + 70u^6 - 20u^7 on [0, 1]; returns
+    (s, ds/du, d2s/du2). The first three derivatives vanish at both ends: continuous,
+    bounded jerk."""
     u = np.clip(u, 0.0, 1.0)
     s = u ** 4 * (35 - 84 * u + 70 * u ** 2 - 20 * u ** 3)
     s1 = 140 * u ** 3 * (1 - u) ** 3
     s2 = 420 * u ** 2 * (1 - u) ** 2 * (1 - 2 * u)
     return s, s1, s2
+
+
+def _ramp_scalar(t: float, ramp: float):
+    """:func:`_ramp` for one time on floats: (sigma, d sigma / dt)."""
+    if ramp <= 0 or t >= ramp:
+        return 1.0, 0.0
+    u = max(t / ramp, 0.0)
+    return u ** 3 * (10 - 15 * u + 6 * u * u), 30 * u * u * (1 - u) ** 2 / ramp
 
 
 def _ramp(t, ramp):
@@ -83,6 +92,9 @@ def circle(radius: float = 0.25, depth: float = -0.75, period: float = 2 * math.
     """
     if not radius > 0:
         raise ValueError(f"circle radius must be > 0 m, got {radius}")
+    for name, v in (("depth", depth), ("center x", center[0]), ("center y", center[1]), ("ramp", ramp)):
+        if not math.isfinite(v):
+            raise ValueError(f"circle {name} must be finite, got {v}")
     if not period > 0:
         raise ValueError(f"circle period must be > 0 s, got {period}")
     t = _times(duration if duration is not None else period + ramp, dt)
@@ -124,8 +136,8 @@ def lissajous(speed: float = 0.2, x0: float = 0.1, y0: float = 0.1, depth: float
     u, tt = 0.0, 0.0
     while True:
         for _ in range(sub):
-            sig, _, dsig = _ramp(np.array([tt]), ramp)
-            v, vd = speed * float(sig[0]), speed * float(dsig[0])
+            sig, dsig = _ramp_scalar(tt, ramp)
+            v, vd = speed * sig, speed * dsig
             a, b = dp(u)
             c, d = ddp(u)
             n2 = a * a + b * b
@@ -142,7 +154,7 @@ def lissajous(speed: float = 0.2, x0: float = 0.1, y0: float = 0.1, depth: float
             raise ValueError("Lissajous path too long for this speed and time step")
     # the last sample lands exactly on u = 1, after a correspondingly shorter step
     a, b = dp(us[-1])
-    v_end = speed * float(_ramp(np.array([ts[-1]]), ramp)[0][0])
+    v_end = speed * _ramp_scalar(ts[-1], ramp)[0]
     us.append(1.0)
     ts.append(ts[-1] + (1.0 - us[-2]) * math.sqrt(a * a + b * b) / v_end)
     u = np.array(us)

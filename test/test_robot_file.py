@@ -91,6 +91,25 @@ def test_a_forearm_that_cannot_reach_the_platform_is_refused(tmp_path):
         load_robot(f)
 
 
+def test_a_misspelt_field_is_refused_not_defaulted(tmp_path):
+    d = preset_dict()
+    d["mass_properties"]["payload"] = {"mas": 1.0}
+    f = tmp_path / "x.yaml"
+    f.write_text(yaml.safe_dump(d))
+    with pytest.raises(RobotFileError, match=r"x.yaml: mass_properties.payload.mas is not a known field "
+                                             r"\(known here: mass\)"):
+        load_robot(f)
+    d = preset_dict()
+    d["geometry"]["forearm_lenght"] = 0.8
+    f.write_text(yaml.safe_dump(d))
+    with pytest.raises(RobotFileError, match="geometry.forearm_lenght is not a known field"):
+        load_robot(f)
+    d = preset_dict()
+    d["metadata"] = {"anything": {"goes": [1, 2]}}              # free-form
+    f.write_text(yaml.safe_dump(d))
+    assert load_robot(f).metadata == {"anything": {"goes": [1, 2]}}
+
+
 def test_missing_field_is_named(tmp_path):
     d = preset_dict()
     del d["mass_properties"]["platform"]
