@@ -10,7 +10,7 @@ export RMW_IMPLEMENTATION := rmw_fastrtps_cpp
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test run bench clean
+.PHONY: setup test run model-demo bench clean
 
 setup: $(STAMP)
 
@@ -24,8 +24,13 @@ $(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-
 test: $(STAMP)
 	$(PY) -m pytest -q test
 
+# The whole stack on the simulated robot: PD only, nominal and identified feedforward.
 run: $(STAMP)
-	$(VENV)/bin/delta-dynamics demo --out out/
+	$(VENV)/bin/delta-bringup --demo --out out/
+
+# The model alone (no ROS): inverse dynamics on the demo trajectories, plots in out/model/.
+model-demo: $(STAMP)
+	$(VENV)/bin/delta-dynamics demo --out out/model/
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

@@ -1,4 +1,4 @@
-"""``delta-bringup``: the whole stack in one process.
+"""delta-bringup: the whole stack in one process.
 
 Composes the hardware, dynamics, state and identification nodes on one
 MultiThreadedExecutor, with parameters from ``config/delta.yaml`` (ROS 2 parameter-file
