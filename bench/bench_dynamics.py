@@ -13,6 +13,7 @@ Prints a Markdown table with the machine. ``python bench/bench_dynamics.py [--ro
 """
 from __future__ import annotations
 
+from _machine import cpu_model  # bench/_machine.py
 import argparse
 import datetime
 import os
@@ -35,16 +36,6 @@ from delta_dynamics.trajectories import pick_place  # noqa: E402
 TARGET_SINGLE_US = 20.0
 TARGET_BATCH = 2_000_000
 TARGET_REALTIME = 50.0
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def states(m, n, seed=0):

@@ -20,6 +20,7 @@ and includes that model error.
 """
 from __future__ import annotations
 
+from _machine import cpu_model  # bench/_machine.py
 import argparse
 import datetime
 import os
@@ -62,16 +63,6 @@ VALIDATE = (4.0, [0.4, 0.4, 0.4],
 def fourier(spec):
     period, q0, a, b = spec
     return FourierTrajectory.from_vector(period, np.concatenate((q0, np.ravel(a), np.ravel(b))), len(a[0]))
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def mark(ok: bool) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _machine import describe  # bench/_machine.py
 
 os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 90 + 10))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -101,23 +101,12 @@ def feedforward_latency(seconds: float):
     return last
 
 
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--skip-demo", action="store_true")
     args = ap.parse_args()
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load {os.getloadavg()[0]:.2f}")
+    print(f"machine: {describe()}")
     rclpy.init()
     rows = []
     try:

@@ -167,12 +167,7 @@ class HardwareNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: State) -> TransitionCallbackReturn:
-        self._stop_thread()
-        if self.loop is not None:
-            try:
-                self.loop.deactivate()
-            except DriveError:
-                pass
+        self.release()
         self._destroy_entities()
         self._close_drives()
         return TransitionCallbackReturn.SUCCESS
