@@ -209,14 +209,15 @@ class Demo:
         self.cycles("identified feedforward")
         self.report()
 
-    def run_and_report(self, stop, executor):
+    def run_and_report(self, stop):
+        """Run the session; then set ``stop`` so that the main thread ends the process."""
         try:
             self.run()
             self.exit_code = 0
         except Exception as e:                            # reported, then the process exits 1
             self.say(f"FAILED: {e}")
         finally:
-            executor.shutdown(timeout_sec=0)
+            stop.set()
 
     def report(self):
         r = self.results

@@ -67,10 +67,13 @@ def ros_arguments(args, ros_args, extra=()):
     return out + list(ros_args)
 
 
-def _spin_quietly(executor):
+def _spin_until(executor, stop):
+    """Spin ``executor`` in this thread until ``stop`` is set (then the caller shuts it down)."""
+    from rclpy.executors import ExternalShutdownException
     try:
-        executor.spin()
-    except Exception:                      # shut down with the process
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.1)
+    except ExternalShutdownException:
         pass
 
 
@@ -147,24 +150,29 @@ def main(argv=None) -> int:
         identification.apply_hook = lambda path: apply_in_process(path, dynamics, hardware)
         ident_executor = SingleThreadedExecutor()
         ident_executor.add_node(identification)
-        ident_thread = threading.Thread(target=_spin_quietly, args=(ident_executor,), daemon=True)
+        ident_thread = threading.Thread(target=_spin_until, args=(ident_executor, stop), daemon=True)
         ident_thread.start()
         if args.demo:
             from delta_bringup.demo import Demo
             demo = Demo(args, hardware)
             executor.add_node(demo.node)
             nodes.append(demo.node)
-            worker = threading.Thread(target=demo.run_and_report, args=(stop, executor), daemon=True)
+            worker = threading.Thread(target=demo.run_and_report, args=(stop,), daemon=True)
             worker.start()
         try:
-            executor.spin()
+            # spin until Ctrl-C or until the demo sets ``stop``; only this thread touches
+            # the executor (shutting it down from another thread races with its spin)
+            while not stop.is_set():
+                executor.spin_once(timeout_sec=0.1)
         except (KeyboardInterrupt, ExternalShutdownException):
             pass
+        stop.set()
+        ident_thread.join(5.0)
         ident_executor.shutdown(timeout_sec=1.0)
         if args.demo:
-            stop.set()
             worker.join(5.0)
             code = demo.exit_code
+        executor.shutdown(timeout_sec=1.0)
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)      # a second Ctrl-C must not cut the cleanup
         for n in nodes:

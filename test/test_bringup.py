@@ -88,6 +88,7 @@ def test_demo_identification_makes_the_feedforward_track_better(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "delta_bringup.main", "--demo", "--out", str(tmp_path),
                            "--cycles", "1"], capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
     res = json.loads((tmp_path / "demo_results.json").read_text())
     pd, nominal, ident = (res[k]["rms_rad"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
     assert ident < pd / 3, res
