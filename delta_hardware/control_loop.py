@@ -135,6 +135,7 @@ class ControlLoop:
         self._ff = None                       # (stamp, tau)
         self._estop = ""                      # reason while stopped
         self._last_time = None
+        self._was_controlling = False
         self._watchdog_fired = False
 
     # ------------------------------------------------------------------ commands (any thread)
@@ -147,6 +148,7 @@ class ControlLoop:
             self._last_sp = self._hold
             self._estop = ""
             self._last_time = None
+            self._was_controlling = False
 
     def deactivate(self) -> None:
         with self._lock:
@@ -250,13 +252,16 @@ class ControlLoop:
             self.drives.quick_stop(reason)
         if not self._estop and fb.state is DriveState.ENABLED:
             bad = self._check_limits(q, qd)
-            if not bad and dt > self.cfg.max_stall:
+            # a gap only counts when the previous cycle was controlling (not across a stop,
+            # a reset or an activation, which may block on the drives for a while)
+            if not bad and self._was_controlling and dt > self.cfg.max_stall:
                 bad = (f"control loop stalled for {dt * 1e3:.0f} ms "
                        f"(max_stall {self.cfg.max_stall * 1e3:.0f} ms)")
             if bad:
                 events.append(f"quick stop: {bad}")
                 self.emergency_stop(bad)
         if self._estop or fb.state is not DriveState.ENABLED:
+            self._was_controlling = False
             self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
             return CycleOutput(now, fb.position, fb.velocity, fb.torque, None, None, (0.0,) * 3, (0.0,) * 3, events)
 
@@ -280,6 +285,7 @@ class ControlLoop:
         except DriveError as e:
             events.append(f"drive refused command: {e}")
         self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
+        self._was_controlling = True
         return CycleOutput(now, fb.position, fb.velocity, fb.torque, sp, preview,
                            tuple(clipped.tolist()), tuple(ff.tolist()), events)
 

@@ -197,3 +197,16 @@ def test_platform_points_go_through_inverse_kinematics(rig):
     loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [1.0], q))
     t, _ = run(loop, t, 1.3)
     np.testing.assert_allclose(forward_kinematics(model, drives.read().position), X_goal, atol=2e-4)
+
+
+def test_a_stalled_loop_quick_stops_but_a_reset_does_not_count_as_a_stall(rig):
+    model, drives, loop = rig
+    t, _ = run(loop, 0.0, 0.1)
+    out = loop.cycle(t + 0.4)                          # 400 ms without a cycle while controlling
+    assert any("control loop stalled for 40" in e for e in out.events)
+    assert drives.state.value == "quick_stop_active"
+    # the stop and the reset may take long: the first cycle after them is no stall
+    loop.reset()
+    t, outs = run(loop, t + 2.0, 0.1)
+    assert not any("stalled" in e for o in outs for e in o.events)
+    assert drives.state.value == "operation_enabled"
