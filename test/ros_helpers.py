@@ -114,3 +114,69 @@ class RosClient:
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
+
+
+ARMS = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
+
+
+class HardwareProbe:
+    """The test's view of one hardware node: its latest arm joint state, events and
+    diagnostics, the publishers of its command topics and the clients of its services."""
+
+    def __init__(self, client: RosClient, node: str = "delta_hardware", joint_states: str = "/joint_states",
+                 hardware_id: str = "nt_robot"):
+        from diagnostic_msgs.msg import DiagnosticArray
+        from lifecycle_msgs.srv import GetState
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import String
+        from std_srvs.srv import Trigger
+        from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
+        self.c = client
+        n = client.node
+        self.js = None
+        self.events = []
+        self.diag = []
+        n.create_subscription(JointState, joint_states, self._on_js, 50)
+        n.create_subscription(String, f"/{node}/events", lambda m: self.events.append(m.data), 50)
+        n.create_subscription(DiagnosticArray, "/diagnostics",
+                              lambda m: self.diag.extend(s for s in m.status if s.hardware_id == hardware_id), 10)
+        self.traj = n.create_publisher(JointTrajectory, f"/{node}/joint_trajectory", 10)
+        self.cart = n.create_publisher(MultiDOFJointTrajectory, f"/{node}/cartesian_trajectory", 10)
+        self.cmd = n.create_publisher(JointState, "/delta/joint_commands", 10)
+        self.estop = n.create_client(Trigger, f"/{node}/emergency_stop")
+        self.reset = n.create_client(Trigger, f"/{node}/reset")
+        self.get_state = n.create_client(GetState, f"/{node}/get_state")
+
+    def _on_js(self, m):
+        if list(m.name) == ARMS:
+            self.js = m
+
+    @property
+    def q(self):
+        import numpy as np
+        return np.array(self.js.position)
+
+    def wait_ready(self, timeout: float = 20.0):
+        ok = self.c.spin_until(lambda: self.js is not None and self.traj.get_subscription_count() > 0, timeout)
+        assert ok, "hardware node did not come up"
+
+    def event_after(self, n0: int, text: str, timeout: float = 5.0) -> str:
+        ok = self.c.spin_until(lambda: any(text in e for e in self.events[n0:]), timeout)
+        assert ok, f"no event containing {text!r}; got {self.events[n0:]}"
+        return next(e for e in self.events[n0:] if text in e)
+
+    def send(self, names, points) -> int:
+        """Publish a JointTrajectory of (time, positions) points; the event count before it."""
+        from builtin_interfaces.msg import Duration
+        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+        msg = JointTrajectory(joint_names=list(names))
+        for t, pos in points:
+            msg.points.append(JointTrajectoryPoint(positions=list(pos), time_from_start=Duration(
+                sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))))
+        n0 = len(self.events)
+        self.traj.publish(msg)
+        return n0
+
+    def move(self, goal, seconds: float = 0.8) -> int:
+        """Move the arm joints to ``goal`` in ``seconds``; the event count before it."""
+        return self.send(ARMS, [(seconds, goal)])

@@ -12,60 +12,14 @@ import os
 
 import numpy as np
 import pytest
-from builtin_interfaces.msg import Duration
-from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.srv import GetState
-from sensor_msgs.msg import JointState
-from std_msgs.msg import String
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from canopen_helpers import unique_channel
 from delta_hardware.canopen.drive_sim import SimulatedCia402Drives
-from ros_helpers import NodeProcess, RosClient
+from ros_helpers import HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
-ARMS = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
-
-
-class Hw:
-    """The test's view of one hardware node (remapped joint states, its events and services)."""
-
-    def __init__(self, client, node, js_topic):
-        self.c, self.js, self.events, self.diag = client, None, [], []
-        n = client.node
-        n.create_subscription(JointState, js_topic, self._on_js, 50)
-        n.create_subscription(String, f"/{node}/events", lambda m: self.events.append(m.data), 50)
-        n.create_subscription(DiagnosticArray, "/diagnostics",
-                              lambda m: self.diag.extend(s for s in m.status if s.hardware_id == "nt_robot"), 10)
-        self.traj = n.create_publisher(JointTrajectory, f"/{node}/joint_trajectory", 10)
-        self.reset = n.create_client(Trigger, f"/{node}/reset")
-        self.get_state = n.create_client(GetState, f"/{node}/get_state")
-
-    def _on_js(self, m):
-        if list(m.name) == ARMS:
-            self.js = m
-
-    @property
-    def q(self):
-        return np.array(self.js.position)
-
-    def wait_ready(self, timeout=20.0):
-        assert self.c.spin_until(lambda: self.js is not None and self.traj.get_subscription_count() > 0, timeout), \
-            "hardware node did not come up"
-
-    def move(self, goal, seconds=0.8):
-        msg = JointTrajectory(joint_names=ARMS)
-        msg.points.append(JointTrajectoryPoint(positions=list(goal), time_from_start=Duration(
-            sec=int(seconds), nanosec=int(round((seconds % 1) * 1e9)))))
-        n0 = len(self.events)
-        self.traj.publish(msg)
-        return n0
-
-    def event_after(self, n0, text, timeout=5.0):
-        ok = self.c.spin_until(lambda: any(text in e for e in self.events[n0:]), timeout)
-        assert ok, f"no event containing {text!r}; got {self.events[n0:]}"
-        return next(e for e in self.events[n0:] if text in e)
 
 
 def _node(name, *params):
@@ -94,7 +48,7 @@ def test_node_runs_a_trajectory_on_simulated_drives_over_can(tmp_path):
                  "-p", f"drives_config:={_config(tmp_path, 'sim_cia402', 1000)}")
     client = RosClient("can_test")
     try:
-        hw = Hw(client, "delta_hw_can", "/delta_hw_can/joint_states")
+        hw = HardwareProbe(client, node="delta_hw_can", joint_states="/delta_hw_can/joint_states")
         hw.wait_ready()
         assert node.wait_for_output("hardware canopen")
         n0 = hw.move([0.3, 0.2, 0.1])
@@ -128,7 +82,7 @@ def test_faults_on_the_bus_stop_the_node_until_reset(tmp_path):
                  "-p", f"drives_config:={_config(tmp_path, 'generic_cia402', 600)}")
     client = RosClient("udp_test")
     try:
-        hw = Hw(client, "delta_hw_udp", "/delta_hw_udp/joint_states")
+        hw = HardwareProbe(client, node="delta_hw_udp", joint_states="/delta_hw_udp/joint_states")
         hw.wait_ready()
         n0 = hw.move([0.3, 0.3, 0.3])
         hw.event_after(n0, "trajectory finished")

@@ -2,7 +2,6 @@
 trajectories (arm joints, platform joints, Cartesian), rejected messages with the robot
 holding still, streamed commands and the watchdog, emergency stop and reset, lifecycle
 transitions, and a clean exit on SIGINT."""
-import time
 
 import numpy as np
 import pytest
@@ -11,61 +10,15 @@ from geometry_msgs.msg import Transform, Vector3
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory,
-                                 MultiDOFJointTrajectoryPoint)
+from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
 
 from delta_dynamics.kinematics import forward_kinematics
 from delta_dynamics.model import DeltaModel
-from ros_helpers import NodeProcess, RosClient
+from ros_helpers import ARMS, HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
-ARMS = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
 MODEL = DeltaModel.from_robot("nt_robot")
-
-
-class Robot:
-    """The test's view of the hardware node: latest joint state, events, publishers."""
-
-    def __init__(self, client: RosClient, node="delta_hardware", joint_states="/joint_states"):
-        self.c = client
-        n = client.node
-        self.js = None
-        self.events = []
-        n.create_subscription(JointState, joint_states, self._on_js, 50)
-        n.create_subscription(String, f"/{node}/events", lambda m: self.events.append(m.data), 50)
-        self.traj = n.create_publisher(JointTrajectory, f"/{node}/joint_trajectory", 10)
-        self.cart = n.create_publisher(MultiDOFJointTrajectory, f"/{node}/cartesian_trajectory", 10)
-        self.cmd = n.create_publisher(JointState, "/delta/joint_commands", 10)
-        self.estop = n.create_client(Trigger, f"/{node}/emergency_stop")
-        self.reset = n.create_client(Trigger, f"/{node}/reset")
-
-    def _on_js(self, m):
-        if list(m.name) == ARMS:
-            self.js = m
-
-    @property
-    def q(self):
-        return np.array(self.js.position)
-
-    def wait_ready(self, timeout=20.0):
-        ok = self.c.spin_until(lambda: self.js is not None and self.traj.get_subscription_count() > 0
-                               and self.cmd.get_subscription_count() > 0, timeout)
-        assert ok, "hardware node did not come up"
-
-    def event_after(self, n0, text, timeout=5.0):
-        ok = self.c.spin_until(lambda: any(text in e for e in self.events[n0:]), timeout)
-        assert ok, f"no event containing {text!r}; got {self.events[n0:]}"
-        return next(e for e in self.events[n0:] if text in e)
-
-    def send(self, names, points):
-        msg = JointTrajectory(joint_names=names)
-        for t, pos in points:
-            msg.points.append(JointTrajectoryPoint(positions=list(pos), time_from_start=_dur(t)))
-        n0 = len(self.events)
-        self.traj.publish(msg)
-        return n0
 
 
 def _dur(t):
@@ -77,7 +30,7 @@ def stack():
     node = NodeProcess("delta_hardware.ros.hardware_node", "-p", "feedforward:=model",
                        "-p", "command_timeout:=0.3")
     client = RosClient("hw_test")
-    robot = Robot(client)
+    robot = HardwareProbe(client)
     try:
         robot.wait_ready()
         yield node, robot
@@ -193,7 +146,7 @@ def test_lifecycle_transitions_without_autostart():
                        "-p", "autostart:=false", "-p", "feedforward:=none")
     client = RosClient("lc_test")
     try:
-        robot = Robot(client, node="delta_hw_lc", joint_states="/lc/joint_states")
+        robot = HardwareProbe(client, node="delta_hw_lc", joint_states="/lc/joint_states")
         change = client.node.create_client(ChangeState, "/delta_hw_lc/change_state")
         get = client.node.create_client(GetState, "/delta_hw_lc/get_state")
         assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
