@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -34,7 +33,7 @@ from delta_dynamics.dynamics import joint_state
 from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
 from delta_dynamics.model import PARAMETER_NAMES, DeltaModel
 from delta_dynamics.trajectories import pick_place
-from delta_hardware.ros.messages import to_time
+from delta_hardware.ros.messages import to_duration, to_time
 
 
 def true_robot(nominal):
@@ -115,7 +114,7 @@ class Demo:
             if qd is not None:
                 p.velocities = [float(v) for v in qd[k]]
                 p.accelerations = [float(v) for v in qdd[k]]
-            p.time_from_start = Duration(sec=int(t[k]), nanosec=int(round((t[k] % 1.0) * 1e9)) % 1_000_000_000)
+            p.time_from_start = to_duration(float(t[k]))
             msg.points.append(p)
         n0 = len(self.events)
         self.pub.publish(msg)

@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import pytest
-import yaml
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Transform, Vector3
 from sensor_msgs.msg import JointState

@@ -239,12 +239,12 @@ def run_identify(argv) -> int:
     print(f"\nparameters ({chosen.method}, {chosen.pset.key} set):")
     print(_table(["parameter", "unit", "robot file", "estimate", "std", "rel. std"], rows))
     fm = chosen.fit
-    print(f"\nfitness on the fitting data:    " + "  ".join(f"{v:.4f}" for v in fm["fitness"])
-          + f"   RMS error [N m]: " + "  ".join(f"{v:.4g}" for v in fm["rms_error"]))
+    print("\nfitness on the fitting data:    " + "  ".join(f"{v:.4f}" for v in fm["fitness"])
+          + "   RMS error [N m]: " + "  ".join(f"{v:.4g}" for v in fm["rms_error"]))
     if chosen.validation:
         vm = chosen.validation
-        print(f"fitness on the validation data: " + "  ".join(f"{v:.4f}" for v in vm["fitness"])
-              + f"   RMS error [N m]: " + "  ".join(f"{v:.4g}" for v in vm["rms_error"]))
+        print("fitness on the validation data: " + "  ".join(f"{v:.4f}" for v in vm["fitness"])
+              + "   RMS error [N m]: " + "  ".join(f"{v:.4g}" for v in vm["rms_error"]))
     if args.out:
         new = identified_robot(robot, chosen, model, prepared.source, vproblem.source if vproblem else None)
         try:

@@ -32,7 +32,7 @@ from delta_description.robot_file import RobotFileError, load_robot
 from delta_dynamics.model import DeltaModel
 from delta_hardware.control_loop import ControlLoop, LoopConfig, LoopThread
 from delta_hardware.drives import DriveError, make_drives
-from delta_hardware.ros.messages import pick, to_duration, to_sec, to_time
+from delta_hardware.ros.messages import pick, to_sec, to_time
 from delta_hardware.trajectory_plan import (TrajectoryRejected, build_plan, cartesian_to_joint,
                                             match_joint_names)
 
