@@ -3,10 +3,12 @@
 On the simulated robot, whose true parameters differ from the robot file (1.5 kg payload,
 more friction, heavier arms: written to ``<out>/true_robot.yaml``):
 
+0. design an excitation trajectory (finite Fourier series) while the robot holds (the
+   optimiser is CPU-heavy: no tracking phase runs beside it);
 1. home to the start of the pick-and-place cycle;
 2. pick-and-place cycles (25 mm up, 305 mm across, 25 mm down) with PD control only;
 3. the same with the feedforward of the nominal model (dynamics node);
-4. an excitation trajectory (finite Fourier series optimised for the regressor);
+4. the excitation trajectory;
 5. identification: the identification node refits the window, writes
    ``<out>/identified.yaml`` and pushes it to the dynamics node;
 6. the same cycles with the identified feedforward.
@@ -58,6 +60,10 @@ def prepare(args):
             ("output", str((out / "identified.yaml").resolve())), ("window", 25.0)]
 
 
+class RobotStopped(RuntimeError):
+    """The hardware node quick-stopped the robot during a phase."""
+
+
 class Demo:
     def __init__(self, args, hardware):
         import rclpy
@@ -75,6 +81,7 @@ class Demo:
         self.pub = self.node.create_publisher(JointTrajectory, "/delta_hardware/joint_trajectory", 10)
         self.set_params = self.node.create_client(SetParameters, "/delta_hardware/set_parameters")
         self.refit = self.node.create_client(Trigger, "/delta_identification/refit")
+        self.reset = self.node.create_client(Trigger, "/delta_hardware/reset")
         self.exit_code = 1
         self.results = {}
 
@@ -122,15 +129,36 @@ class Demo:
         while time.monotonic() < deadline:
             for e in self.events[n0:]:
                 if "rejected" in e:
-                    raise RuntimeError(e)
+                    raise (RobotStopped if "robot is stopped" in e else RuntimeError)(e)
                 if "accepted" in e:
                     return start
             time.sleep(0.01)
         raise RuntimeError("the hardware node did not answer the trajectory")
 
     def wait_until(self, t_abs):
+        """Sleep until ``t_abs``; fail at once if the hardware node stops the robot meanwhile."""
+        n0 = len(self.events)
         while time.time() < t_abs:
+            for e in self.events[n0:]:
+                if e.startswith(("quick stop", "fault")):
+                    raise RobotStopped(f"the hardware node stopped the robot: {e}")
             time.sleep(0.02)
+
+    def with_recovery(self, phase, *args, attempts: int = 3):
+        """Run a motion phase; if the hardware node quick-stops the robot (e.g. the process
+        stalled while a large PD torque was applied: the drives hold it, as real ones do),
+        reset through its service, home again and repeat the phase."""
+        for k in range(attempts):
+            try:
+                return phase(*args)
+            except RobotStopped as e:
+                if k == attempts - 1:
+                    raise
+                self.say(f"{e}; resetting and repeating the phase")
+                res = self._wait(self.reset.call_async(Trigger.Request()))
+                if not res.success:
+                    raise RuntimeError(f"reset failed: {res.message}") from None
+                self.home(self.q_start)
 
     # ------------------------------------------------------------------ phases
     def home(self, q_goal, duration=2.0):
@@ -164,12 +192,18 @@ class Demo:
         self.results[label] = {"t": ts, "err": err, "tau": tau, "rms": rms, "rms_mm": rms_mm}
         self.say(f"{label}: RMS tracking error {rms * 1e3:.3f} mrad, {rms_mm:.3f} mm at the platform")
 
-    def excitation(self):
+    def design_excitation(self):
+        """Design the excitation first, while the robot holds: the optimiser keeps the GIL
+        busy for tens of milliseconds at a time, which a tracking phase would feel."""
         from delta_dynamics.identification.excitation import design_excitation
         self.say("designing an excitation trajectory (finite Fourier series, ~5 s) ...")
         ex = design_excitation(self.model, period=8.0, harmonics=4, starts=1, maxiter=25, seed=1, scale=0.6)
         if ex.violations:
             raise RuntimeError(f"excitation violates limits: {ex.violations[:3]}")
+        self.excite = ex
+
+    def excitation(self):
+        ex = self.excite
         t, q, qd, qdd = ex.trajectory.sample(dt=0.01, cycles=2)
         self.home(q[0])
         self.say(f"excitation: {t[-1]:.0f} s, regressor condition number {ex.condition:.1f}")
@@ -193,19 +227,26 @@ class Demo:
         for c in (self.set_params, self.refit):
             if not c.wait_for_service(timeout_sec=10.0):
                 raise RuntimeError(f"service {c.srv_name} is not available")
-        start = np.array([-0.1525, 0.0, -0.78])
+        self.design_excitation()
+        import matplotlib                                   # loaded now, not while tracking
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401
+        import gc
+        gc.collect()
+        self.start = start = np.array([-0.1525, 0.0, -0.78])
         self.cycle_traj = pick_place(start=tuple(start), lift_time=0.12, move_time=0.3, overlap=0.6,
                                      dwell=0.05, cycles=self.args.cycles, dt=1e-3)
+        self.q_start = inverse_kinematics(self.model, start)
         self.say("homing to the pick position")
-        self.home(inverse_kinematics(self.model, start))
+        self.with_recovery(self.home, self.q_start)
         self.set_feedforward("none")
-        self.cycles("PD only")
+        self.with_recovery(self.cycles, "PD only")
         self.set_feedforward("model")          # composed: the dynamics node's model, in-process
-        self.cycles("nominal feedforward")
-        self.excitation()
+        self.with_recovery(self.cycles, "nominal feedforward")
+        self.with_recovery(self.excitation)
         self.identify()
-        self.home(inverse_kinematics(self.model, start))
-        self.cycles("identified feedforward")
+        self.with_recovery(self.home, self.q_start)
+        self.with_recovery(self.cycles, "identified feedforward")
         self.report()
 
     def run_and_report(self, stop):

@@ -265,6 +265,9 @@ class ControlLoop:
             self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
             return CycleOutput(now, fb.position, fb.velocity, fb.torque, None, None, (0.0,) * 3, (0.0,) * 3, events)
 
+        if self._was_controlling and dt > 10 * self.period:
+            events.append(f"control cycle late: {dt * 1e3:.1f} ms since the last one "
+                          f"(period {self.period * 1e3:g} ms); the drives held their torque meanwhile")
         with self._lock:
             sp, extra = self._setpoint(now, q, events)
             preview = self._plan.sample(now + self.period) if self._plan is not None else sp
