@@ -76,7 +76,7 @@ def _inverse_jacobian(ch, xp):
     cax, cay, caz = cy * az - cz * ay, cz * ax - cx * az, cx * ay - cy * ax
     abx, aby, abz = ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx
     det = ax * bcx + ay * bcy + az * bcz
-    ok = abs(det) > 1e-12 * m_scale(ch)
+    ok = abs(det) > 1e-12 * _forearm_scale(ch)
     bad = xp.first_bad(ok)
     if bad is not None:
         raise UnreachableError(f"platform position is at a parallel singularity: the three forearms "
@@ -85,7 +85,7 @@ def _inverse_jacobian(ch, xp):
     return ((k1 * bcx, k1 * bcy, k1 * bcz), (k2 * cax, k2 * cay, k2 * caz), (k3 * abx, k3 * aby, k3 * abz))
 
 
-def m_scale(ch):
+def _forearm_scale(ch):
     """|U|^3 scale for the singularity test (forearm length cubed, from chain 1's vector)."""
     _, _, _, _, ux, uy, uz, *_ = ch[0]
     return (ux * ux + uy * uy + uz * uz) ** 1.5

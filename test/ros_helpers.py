@@ -68,6 +68,22 @@ class NodeProcess:
         os.unlink(self._out.name)
 
 
+def run_node(module: str, harness, *ros_args: str):
+    """Generator for pytest fixtures: start ``module`` as a node process, connect ``harness``
+    (an object with ``connect()`` and ``client``), yield (process, harness), then require a
+    clean exit on SIGINT (status 0, no traceback)."""
+    proc = NodeProcess(module, *ros_args)
+    try:
+        harness.connect()
+        yield proc, harness
+        rc = proc.stop()
+        assert rc == 0, f"node exited with {rc} on SIGINT:\n{proc.output()}"
+        assert "Traceback" not in proc.output(), proc.output()
+    finally:
+        harness.client.close()
+        proc.close()
+
+
 class RosClient:
     """A node of the test's own in a private context, spun by hand."""
 

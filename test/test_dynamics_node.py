@@ -14,7 +14,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from delta_description.robot_file import resolve_robot_path
 from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
 from delta_dynamics.model import DeltaModel
-from ros_helpers import NodeProcess, RosClient
+from ros_helpers import NodeProcess, RosClient, run_node
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(60)]
 
@@ -75,17 +75,7 @@ class Harness:
 
 @pytest.fixture
 def node():
-    proc = NodeProcess(MODULE, "-p", "robot:=nt_robot")
-    harness = Harness()
-    try:
-        harness.connect()
-        yield proc, harness
-        rc = proc.stop()
-        assert rc == 0, f"node exited with {rc} on SIGINT:\n{proc.output()}"
-        assert "Traceback" not in proc.output(), proc.output()
-    finally:
-        harness.client.close()
-        proc.close()
+    yield from run_node(MODULE, Harness(), "-p", "robot:=nt_robot")
 
 
 def test_feedforward_equals_inverse_dynamics_and_copies_the_stamp(node):

@@ -12,7 +12,7 @@ from delta_description.passive_joints import full_joint_state
 from delta_description.xacro_urdf import robot_description
 from delta_dynamics.kinematics import forward_kinematics
 from delta_dynamics.model import DeltaModel
-from ros_helpers import NodeProcess, RosClient
+from ros_helpers import RosClient, run_node
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(60)]
 
@@ -63,17 +63,7 @@ class Harness:
 
 @pytest.fixture
 def node():
-    proc = NodeProcess(MODULE, "-p", "robot:=nt_robot", "-p", "path_length:=3")
-    harness = Harness()
-    try:
-        harness.connect()
-        yield proc, harness
-        rc = proc.stop()
-        assert rc == 0, f"node exited with {rc} on SIGINT:\n{proc.output()}"
-        assert "Traceback" not in proc.output(), proc.output()
-    finally:
-        harness.client.close()
-        proc.close()
+    yield from run_node(MODULE, Harness(), "-p", "robot:=nt_robot", "-p", "path_length:=3")
 
 
 def test_full_joint_state_and_platform_position(node):

@@ -68,12 +68,38 @@ PARAMETERS = {
 }
 
 
+METHODS = ("ols", "wls", "bounded", "tsvd", "dls")
+
+
+def check_parameters(p: dict) -> None:
+    """Raise ValueError naming the first parameter whose value is unusable."""
+    rules = [
+        ("window", p["window"] > 0, "must be > 0 s"),
+        ("forgetting_factor", 0 < p["forgetting_factor"] <= 1, "must be in (0, 1]"),
+        ("rls_rate", p["rls_rate"] >= 0, "must be >= 0 Hz (0: off)"),
+        ("rls_span", p["rls_span"] > 0, "must be > 0 s"),
+        ("refit_period", p["refit_period"] >= 0, "must be >= 0 s (0: on request only)"),
+        ("method", p["method"] in METHODS, f"must be one of {', '.join(METHODS)}"),
+        ("validation_fraction", 0 < p["validation_fraction"] < 1, "must be in (0, 1)"),
+        ("fitness_threshold", 0 < p["fitness_threshold"] <= 1, "must be in (0, 1]"),
+        ("min_samples", p["min_samples"] >= 10, "must be >= 10"),
+        ("cutoff", p["cutoff"] > 0, "must be > 0 Hz"),
+        ("output", bool(str(p["output"]).strip()), "must be a file path"),
+        ("push_to", all(":" in t and all(t.partition(":")[::2]) for t in p["push_to"]),
+         "entries must be node:parameter"),
+    ]
+    for name, ok, rule in rules:
+        if not ok:
+            raise ValueError(f"{NODE_NAME} parameter {name} {rule}, got {p[name]!r}")
+
+
 class IdentificationNode(Node):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         for name, default in PARAMETERS.items():
             self.declare_parameter(name, default, ParameterDescriptor(description=name))
         p = self.params()
+        check_parameters(p)
         self.model = load_model(p["robot"])
         self.names = list(self.model.joint_names)
         self._lock = threading.Lock()
@@ -207,6 +233,7 @@ class IdentificationNode(Node):
     def _refit(self):
         p = self.params()
         try:
+            check_parameters(p)
             data = self.window()
             n = len(data)
             if n < p["min_samples"]:

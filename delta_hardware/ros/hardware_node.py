@@ -218,7 +218,10 @@ class HardwareNode(LifecycleNode):
         srvs = [self.create_service(Trigger, "~/emergency_stop", self._on_estop),
                 self.create_service(Trigger, "~/reset", self._on_reset)]
         self._diag_timer = self.create_timer(1.0, self._publish_diagnostics)
-        self._entities = [self.pub_js, self.pub_desired, self.pub_events, self.pub_diag, *subs, *srvs]
+        self._entities = ([(self.destroy_publisher, e) for e in
+                           (self.pub_js, self.pub_desired, self.pub_events, self.pub_diag)]
+                          + [(self.destroy_subscription, e) for e in subs]
+                          + [(self.destroy_service, e) for e in srvs])
         self._create_action_server()
 
     def _create_action_server(self):
@@ -235,13 +238,8 @@ class HardwareNode(LifecycleNode):
         if self._action_server is not None:
             self._action_server.destroy()
             self._action_server = None
-        for e in self._entities:
-            for destroy in (self.destroy_publisher, self.destroy_subscription, self.destroy_service):
-                try:
-                    destroy(e)
-                    break
-                except Exception:
-                    continue
+        for destroy, entity in self._entities:
+            destroy(entity)
         self._entities = []
 
     def _stop_thread(self):
