@@ -237,9 +237,17 @@ class ControlLoop:
             raise DriveError(f"drives are {self.drives.state.value}; the node must be active")
 
     # ------------------------------------------------------------------ the cycle (loop thread)
-    def cycle(self, now: float) -> CycleOutput:
+    def cycle(self, now: float, elapsed: float | None = None) -> CycleOutput:
+        """One control period at time ``now`` (the time base of the plans and stamps: ROS
+        time in the node). ``elapsed`` is the time since the previous cycle measured on a
+        steady clock; it drives the stall check and the drives' time step, so that a step of
+        the wall clock (NTP, a manual change) neither quick-stops the robot nor jolts the
+        simulation. Without it the difference of ``now`` is used."""
         events = []
-        dt = self.period if self._last_time is None else now - self._last_time
+        if self._last_time is None:
+            dt = self.period
+        else:
+            dt = now - self._last_time if elapsed is None else elapsed
         if self._last_time is not None:
             self.stats.add_period(dt)
         self._last_time = now
@@ -353,17 +361,19 @@ def realtime_friendly(switch_interval: float = 5e-4) -> None:
 
 class LoopThread:
     """Runs ``loop.cycle`` at the loop's rate in its own thread and hands each output to
-    ``on_cycle``. Sleeps to each absolute deadline so the period does not drift; a cycle
-    more than a period late is counted as an overrun and the schedule re-anchored.
+    ``on_cycle``. Sleeps to each absolute deadline of the ``steady`` clock so the period
+    does not drift and a step of the wall clock cannot freeze the loop; a cycle more than a
+    period late is counted as an overrun and the schedule re-anchored.
 
     It never spin-waits: a spinning Python thread keeps the GIL, and the other threads
     (ROS callbacks) would get it back only every ``sys.getswitchinterval()``. Processes
     that run the loop also lower that interval to 0.5 ms (:func:`realtime_friendly`)."""
 
-    def __init__(self, loop: ControlLoop, on_cycle, clock=time.monotonic):
+    def __init__(self, loop: ControlLoop, on_cycle, clock=time.monotonic, steady=time.monotonic):
         self.loop = loop
         self.on_cycle = on_cycle
-        self.clock = clock
+        self.clock = clock                # stamps each cycle (the node passes ROS/wall time)
+        self.steady = steady              # schedules the cycles and measures the time between them
         self._stop = threading.Event()
         self._thread = None
         self.error: BaseException | None = None
@@ -386,14 +396,15 @@ class LoopThread:
 
     def _run(self):
         period = self.loop.period
-        next_t = self.clock()
+        next_t = last = self.steady()
         try:
             while not self._stop.is_set():
-                now = self.clock()
-                out = self.loop.cycle(now)
+                t = self.steady()
+                out = self.loop.cycle(self.clock(), elapsed=t - last)
+                last = t
                 self.on_cycle(out)
                 next_t += period
-                now = self.clock()
+                now = self.steady()
                 if now > next_t + period:
                     self.loop.stats.overruns += 1
                     next_t = now

@@ -17,7 +17,7 @@ from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOF
 from delta_description.robot_file import load_robot
 from delta_dynamics.kinematics import forward_kinematics
 from delta_dynamics.model import DeltaModel
-from ros_helpers import NodeProcess, RosClient
+from ros_helpers import TOLERATE_PAUSES, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
 ARMS = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
@@ -27,7 +27,7 @@ MODEL = DeltaModel.from_robot("nt_robot")
 def test_the_composed_stack_moves_the_robot_and_shuts_down_cleanly(tmp_path):
     out = tmp_path / "identified.yaml"
     stack = NodeProcess("delta_bringup.main", "-p", "publish_desired_state:=true",
-                        "-p", f"output:={out}", "-p", "min_samples:=100000")
+                        "-p", f"output:={out}", "-p", "min_samples:=100000", *TOLERATE_PAUSES)
     client = RosClient("bringup_test")
     n = client.node
     got = {"js": None, "ff": [], "full": None, "estimate": [], "events": []}

@@ -17,7 +17,7 @@ from std_srvs.srv import Trigger
 
 from canopen_helpers import unique_channel
 from delta_hardware.canopen.drive_sim import SimulatedCia402Drives
-from ros_helpers import HardwareProbe, NodeProcess, RosClient
+from ros_helpers import TOLERATE_PAUSES, HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.ros
 def _node(name, *params):
     return NodeProcess("delta_hardware.ros.hardware_node", "-r", f"__node:={name}",
                        "-r", f"/joint_states:=/{name}/joint_states", "-p", "hardware:=canopen",
-                       "-p", "feedforward:=model", *params)
+                       "-p", "feedforward:=model", *TOLERATE_PAUSES, *params)
 
 
 def _close(client, node):

@@ -210,3 +210,49 @@ def test_a_stalled_loop_quick_stops_but_a_reset_does_not_count_as_a_stall(rig):
     t, outs = run(loop, t + 2.0, 0.1)
     assert not any("stalled" in e for o in outs for e in o.events)
     assert drives.state.value == "operation_enabled"
+
+
+def test_a_step_of_the_wall_clock_is_no_stall_but_a_steady_gap_is(rig):
+    model, drives, loop = rig
+    t, _ = run(loop, 0.0, 0.1)
+    # the stamp clock jumps 2 s ahead (an NTP step) while only one period passed
+    out = loop.cycle(t + 2.0, elapsed=DT)
+    assert not any("stalled" in e for e in out.events), out.events
+    assert drives.state.value == "operation_enabled"
+    # ... and a real 400 ms gap is a stall even when the stamp clock stepped back
+    out = loop.cycle(t + 1.0, elapsed=0.4)
+    assert any("control loop stalled for 400" in e for e in out.events)
+
+
+def test_the_loop_thread_keeps_its_rate_across_a_backwards_step_of_the_stamp_clock():
+    import threading
+    import time
+
+    from delta_hardware.control_loop import LoopThread
+    model = DeltaModel.from_robot("nt_robot")
+    drives = SimulatedDriveSet("nt_robot", seed=1)
+    loop = ControlLoop(model, drives, LoopConfig(rate=200.0, feedforward="none"))
+    loop.activate()
+    offset = [0.0]
+    outs, lock = [], threading.Lock()
+
+    def on_cycle(out):
+        with lock:
+            outs.append(out)
+
+    thread = LoopThread(loop, on_cycle, clock=lambda: time.monotonic() + offset[0])
+    thread.start()
+    try:
+        time.sleep(0.3)
+        offset[0] = -5.0                                  # the wall clock is set back 5 s
+        with lock:
+            n0 = len(outs)
+        time.sleep(0.5)
+        with lock:
+            n1 = len(outs)
+    finally:
+        thread.stop()
+    assert thread.error is None
+    assert n1 - n0 > 50, f"only {n1 - n0} cycles in 0.5 s at 200 Hz after the clock step"
+    assert not any(e for o in outs for e in o.events), [e for o in outs for e in o.events]
+    assert drives.state.value == "operation_enabled"

@@ -15,7 +15,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectory
 
 from delta_dynamics.kinematics import forward_kinematics
 from delta_dynamics.model import DeltaModel
-from ros_helpers import ARMS, HardwareProbe, NodeProcess, RosClient
+from ros_helpers import ARMS, TOLERATE_PAUSES, HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
 MODEL = DeltaModel.from_robot("nt_robot")
@@ -28,7 +28,7 @@ def _dur(t):
 @pytest.fixture(scope="module")
 def stack():
     node = NodeProcess("delta_hardware.ros.hardware_node", "-p", "feedforward:=model",
-                       "-p", "command_timeout:=0.3")
+                       "-p", "command_timeout:=0.3", *TOLERATE_PAUSES)
     client = RosClient("hw_test")
     robot = HardwareProbe(client)
     try:
@@ -143,7 +143,7 @@ def test_emergency_stop_and_reset(stack):
 def test_lifecycle_transitions_without_autostart():
     node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_lc",
                        "-r", "/joint_states:=/lc/joint_states",
-                       "-p", "autostart:=false", "-p", "feedforward:=none")
+                       "-p", "autostart:=false", "-p", "feedforward:=none", *TOLERATE_PAUSES)
     client = RosClient("lc_test")
     try:
         robot = HardwareProbe(client, node="delta_hw_lc", joint_states="/lc/joint_states")
