@@ -40,6 +40,17 @@ class Frames(can.Listener):
         with self._lock:
             return list(self.frames[n:])
 
+    def wait_for(self, n, count, cobs, timeout=2.0):
+        """Frames since mark ``n`` once ``count`` of them have an id in ``cobs``: this
+        listener's thread may still be behind the bus when the sender already has its
+        answers."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rec = self.since(n)
+            if sum(cob in cobs for _, cob, _ in rec) >= count or time.monotonic() > deadline:
+                return rec
+            time.sleep(0.005)
+
     def close(self):
         self.notifier.stop(1.0)
         self.bus.shutdown()

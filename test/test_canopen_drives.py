@@ -150,7 +150,8 @@ def test_frames_sync_period_and_pdo_contents():
             drives.cycle(DT)
             sent.append(q)
             fb = drives.read()
-        rec = frames.since(n0)
+        tpdo_cobs = {0x180 + d.node_id for d in sim.drives} | {0x280 + d.node_id for d in sim.drives}
+        rec = frames.wait_for(n0, 20 * len(tpdo_cobs), tpdo_cobs)
         cycles, rpdos = [], {}                             # RPDOs, then their SYNC, then TPDOs
         for ts, cob, data in rec:
             if cob == 0x80:
