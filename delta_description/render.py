@@ -133,7 +133,9 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
     fig = plt.figure(figsize=(4.0 * len(poses), 4.6))
     for k, (state, polys, colors) in enumerate(scenes):
         ax = fig.add_subplot(1, len(poses), k + 1, projection="3d")
-        ax.add_collection3d(Poly3DCollection(polys, facecolors=colors, edgecolors="none"))
+        # autolim=False: the limits are set below, and matplotlib 3.11 pads polygons of
+        # unequal vertex counts with uninitialised memory that its autoscale then reads
+        ax.add_collection3d(Poly3DCollection(polys, facecolors=colors, edgecolors="none"), autolim=False)
         X = np.array(state.position[3:6])
         ax.plot([X[0], X[0]], [X[1], X[1]], [X[2], lo[2]], color="0.5", lw=0.8, ls=":")
         ax.set_xlim(centre[0] - half, centre[0] + half)
