@@ -68,13 +68,19 @@ def ros_arguments(args, ros_args, extra=()):
 
 
 def _spin_until(executor, stop):
-    """Spin ``executor`` in this thread until ``stop`` is set (then the caller shuts it down)."""
+    """Spin ``executor`` in this thread until ``stop`` is set or the context shuts down (then
+    the caller shuts the executor down). A signal shuts the context down at any moment, also
+    in the middle of ``spin_once``, where rclpy then fails on the invalid context (e.g.
+    "failed to create timer"): that is a shutdown too, not an error."""
     from rclpy.executors import ExternalShutdownException
     try:
         while not stop.is_set():
             executor.spin_once(timeout_sec=0.1)
     except ExternalShutdownException:
         pass
+    except Exception:
+        if executor.context.ok():
+            raise
 
 
 def apply_in_process(path, dynamics, hardware):
@@ -108,7 +114,7 @@ def main(argv=None) -> int:
             return 2
 
     import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
 
     from delta_description.ros.state_node import StateNode
     from delta_dynamics.ros.dynamics_node import DynamicsNode
@@ -162,9 +168,8 @@ def main(argv=None) -> int:
         try:
             # spin until Ctrl-C or until the demo sets ``stop``; only this thread touches
             # the executor (shutting it down from another thread races with its spin)
-            while not stop.is_set():
-                executor.spin_once(timeout_sec=0.1)
-        except (KeyboardInterrupt, ExternalShutdownException):
+            _spin_until(executor, stop)
+        except KeyboardInterrupt:
             pass
         stop.set()
         ident_thread.join(5.0)
