@@ -96,6 +96,13 @@ def scene_polygons(tree: KinematicTree, positions: dict):
     return polys, colors
 
 
+def _equal_sized(polys) -> np.ndarray:
+    """The polygons as one array, each padded to the largest vertex count by repeating its
+    last vertex (a zero-length edge: the same filled shape)."""
+    n = max(len(p) for p in polys)
+    return np.stack([np.concatenate([p, np.repeat(p[-1:], n - len(p), axis=0)]) for p in polys])
+
+
 def default_poses(robot):
     """Three arm-angle triples (rad) for the picture: home (mid-range) and two off-centre poses."""
     lo = max(p[0] for p in robot.limits.position)
@@ -133,9 +140,10 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
     fig = plt.figure(figsize=(4.0 * len(poses), 4.6))
     for k, (state, polys, colors) in enumerate(scenes):
         ax = fig.add_subplot(1, len(poses), k + 1, projection="3d")
-        # autolim=False: the limits are set below, and matplotlib 3.11 pads polygons of
-        # unequal vertex counts with uninitialised memory that its autoscale then reads
-        ax.add_collection3d(Poly3DCollection(polys, facecolors=colors, edgecolors="none"), autolim=False)
+        # one (N, V, 3) array: matplotlib 3.11 pads polygons of unequal vertex counts with
+        # uninitialised memory and then reads it (autoscale, projection); the limits are set below
+        ax.add_collection3d(Poly3DCollection(_equal_sized(polys), facecolors=colors, edgecolors="none"),
+                            autolim=False)
         X = np.array(state.position[3:6])
         ax.plot([X[0], X[0]], [X[1], X[1]], [X[2], lo[2]], color="0.5", lw=0.8, ls=":")
         ax.set_xlim(centre[0] - half, centre[0] + half)

@@ -429,8 +429,6 @@ def test_render_draws_the_urdf(tmp_path):
     assert Path(out).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-# matplotlib also projects the padding before masking it out; that overflow is harmless
-@pytest.mark.filterwarnings("ignore:overflow encountered in dot:RuntimeWarning")
 def test_render_does_not_read_uninitialised_memory(tmp_path, monkeypatch):
     """matplotlib pads polygons of unequal sizes with np.empty and its autoscale reads the
     padding: the picture must not depend on what that memory holds (it failed at random)."""
