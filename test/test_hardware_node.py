@@ -28,7 +28,7 @@ def _dur(t):
 @pytest.fixture(scope="module")
 def stack():
     node = NodeProcess("delta_hardware.ros.hardware_node", "-p", "feedforward:=model",
-                       "-p", "command_timeout:=0.3", *TOLERATE_PAUSES)
+                       "-p", "command_timeout:=0.6", *TOLERATE_PAUSES)
     client = RosClient("hw_test")
     robot = HardwareProbe(client)
     try:
