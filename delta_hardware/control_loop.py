@@ -248,7 +248,6 @@ class ControlLoop:
             dt = self.period
         else:
             dt = now - self._last_time if elapsed is None else elapsed
-        if self._last_time is not None:
             self.stats.add_period(dt)
         self._last_time = now
         fb = self.drives.read()

@@ -569,10 +569,16 @@ class CanopenDriveSet(DriveSet):
                     ax.qs_sent = False
                     ax.missed = 0
 
-    def disable(self) -> None:
+    def _stop_targets(self, reason: str | None = None) -> None:
+        """Send no more targets (and, with ``reason``, remember why the drives were stopped)."""
         with self._lock:
             self._running = False
             self._fresh = False
+            if reason is not None:
+                self._stopped = reason
+
+    def disable(self) -> None:
+        self._stop_targets()
         problems = []
         with self._sdo_lock:
             for ax in self.axes:
@@ -593,10 +599,7 @@ class CanopenDriveSet(DriveSet):
             raise DriveError("disable: " + "; ".join(problems))
 
     def quick_stop(self, reason: str = "") -> None:
-        with self._lock:
-            self._running = False
-            self._fresh = False
-            self._stopped = reason or "quick stop"
+        self._stop_targets(reason or "quick stop")
         with self._fb:
             lost = {k for k, r in self._faults.items() if r.startswith("heartbeat lost")}
         order = sorted(self.axes, key=lambda ax: ax.index in lost)       # healthy drives first
@@ -613,9 +616,7 @@ class CanopenDriveSet(DriveSet):
 
     def reset(self) -> None:
         self._check_health()
-        with self._lock:
-            self._running = False
-            self._fresh = False
+        self._stop_targets()
         problems = []
         with self._sdo_lock:
             for ax in self.axes:
