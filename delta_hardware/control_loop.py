@@ -55,8 +55,10 @@ class LoopConfig:
             setattr(self, name, v)
         if self.feedforward not in ("topic", "model", "none"):
             raise ValueError(f"feedforward must be topic, model or none, got {self.feedforward!r}")
-        if not self.command_timeout > 0:
-            raise ValueError(f"command_timeout must be > 0 s, got {self.command_timeout}")
+        for name in ("command_timeout", "feedforward_timeout", "max_stall", "position_margin", "velocity_margin"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
 
 
 @dataclass

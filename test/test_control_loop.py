@@ -256,3 +256,11 @@ def test_the_loop_thread_keeps_its_rate_across_a_backwards_step_of_the_stamp_clo
     assert n1 - n0 > 50, f"only {n1 - n0} cycles in 0.5 s at 200 Hz after the clock step"
     assert not any(e for o in outs for e in o.events), [e for o in outs for e in o.events]
     assert drives.state.value == "operation_enabled"
+
+
+@pytest.mark.parametrize("field, value", [("max_stall", -1.0), ("max_stall", float("nan")),
+                                          ("command_timeout", 0.0), ("feedforward_timeout", float("inf")),
+                                          ("rate", 0.0), ("kp", (1.0, 2.0)), ("feedforward", "magic")])
+def test_a_bad_loop_setting_is_refused_by_name(field, value):
+    with pytest.raises(ValueError, match="control_rate" if field == "rate" else field):
+        LoopConfig(**{field: value})
