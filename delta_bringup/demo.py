@@ -30,7 +30,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from delta_description.robot_file import load_robot, save_robot
+from delta_core.robot_file import load_robot, save_robot
 from delta_dynamics.dynamics import joint_state
 from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
 from delta_dynamics.model import PARAMETER_NAMES, DeltaModel

@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 
-from delta_description.share import share_file
+from delta_core.share import share_file
 
 
 def parse_args(argv):

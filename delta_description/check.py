@@ -29,7 +29,7 @@ import numpy as np
 
 from delta_description.passive_joints import (BAR_SIDES, PLATFORM_JOINTS, bar_joint_names,
                                               full_joint_state, movable_joint_names)
-from delta_description.robot_file import RobotParameters
+from delta_core.robot_file import RobotParameters
 from delta_description.urdf_model import KinematicTree, UrdfError, rpy_matrix
 from delta_description.xacro_urdf import TOPIC_PLUGIN, TOPIC_PLUGIN_LEGACY
 

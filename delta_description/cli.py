@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from delta_description.robot_file import RobotFileError, load_robot
+from delta_core.robot_file import RobotFileError, load_robot
 from delta_description.xacro_urdf import ROS2_CONTROL_MODES, DescriptionError, robot_description
 
 PROG = "delta-description"
@@ -50,7 +50,7 @@ def _xacro_args(args) -> dict:
 def cmd_urdf(args) -> int:
     text = robot_description(args.robot, ros2_control=args.ros2_control, **_xacro_args(args))
     if args.output:
-        from delta_description.atomic_file import atomic_write_text
+        from delta_core.atomic_file import atomic_write_text
         atomic_write_text(args.output, text)
         print(args.output)
     else:

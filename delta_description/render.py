@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from delta_description.passive_joints import full_joint_state
-from delta_description.robot_file import load_robot
+from delta_core.robot_file import load_robot
 from delta_description.urdf_model import KinematicTree, origin_matrix
 from delta_description.xacro_urdf import robot_description
 

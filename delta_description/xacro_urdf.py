@@ -1,6 +1,6 @@
 """Run ``delta_description/urdf/delta.urdf.xacro`` for a robot file and return the URDF text.
 
-The robot file is validated with :func:`delta_description.robot_file.load_robot` first, so a bad
+The robot file is validated with :func:`delta_core.robot_file.load_robot` first, so a bad
 file gives the loader's message (file, field, rule) rather than a xacro traceback; then xacro
 (the ``xacro`` Python package) reads the same file with ``xacro.load_yaml``. The equivalent
 command line, as a ``robot_state_publisher`` launch file would run it::
@@ -20,9 +20,9 @@ import tempfile
 from pathlib import Path
 
 from delta_description.passive_joints import passive_joint_names
-from delta_description.robot_file import (RobotFileError, RobotParameters, load_robot,
+from delta_core.robot_file import (RobotFileError, RobotParameters, load_robot,
                                           resolve_robot_path, save_robot)
-from delta_description.share import share_file
+from delta_core.share import share_file
 
 ROS2_CONTROL_MODES = ("none", "mock", "topic")
 TOPIC_PLUGIN = "joint_state_topic_hardware_interface/JointStateTopicSystem"
@@ -63,7 +63,7 @@ def robot_description(robot, ros2_control: str = "none", **args) -> str:
 
     ``args`` are further xacro arguments (``topic_plugin``, ``joint_commands_topic``,
     ``joint_states_topic``, ``command_interfaces``, ``motor_mass``). Raises
-    :class:`~delta_description.robot_file.RobotFileError` for a bad robot file and
+    :class:`~delta_core.robot_file.RobotFileError` for a bad robot file and
     :class:`DescriptionError` for anything else that stops the URDF from being built.
     """
     import xacro

@@ -382,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of the ``delta-dynamics`` console script; returns the exit status."""
-    from delta_description.robot_file import RobotFileError
+    from delta_core.robot_file import RobotFileError
     from delta_dynamics.kinematics import UnreachableError
 
     args = build_parser().parse_args(argv)

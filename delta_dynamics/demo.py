@@ -81,7 +81,7 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from delta_description.robot_file import load_robot
+    from delta_core.robot_file import load_robot
     from delta_dynamics import trajectories as tr
     from delta_dynamics.dynamics import inverse_dynamics, joint_state
     from delta_dynamics.kinematics import inverse_kinematics, sample_workspace

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_description.robot_file import RobotFileError, RobotParameters, load_robot
+from delta_core.robot_file import RobotFileError, RobotParameters, load_robot
 
 #: Order of the lumped parameters in :meth:`DynamicParameters.as_vector` and in the regressor.
 PARAMETER_NAMES = (

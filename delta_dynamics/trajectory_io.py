@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from delta_description.atomic_file import atomic_write_text
+from delta_core.atomic_file import atomic_write_text
 from delta_dynamics.trajectories import Trajectory
 
 TRAJECTORY_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "xdd", "ydd", "zdd")

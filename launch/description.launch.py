@@ -39,7 +39,7 @@ TRUE = ('true', '1', 'yes', 'on')
 def share_path(*parts):
     """A data file of delta_robot (installed share dir or source tree); '' if not found."""
     try:
-        from delta_description.share import share_file
+        from delta_core.share import share_file
         return str(share_file(*parts))
     except (ImportError, FileNotFoundError):
         pass
@@ -94,7 +94,7 @@ def robot_from_params(params_file):
 
 def resolve_robot(context):
     """Absolute path of the robot file chosen by ``robot:=`` / the params file / the default."""
-    from delta_description.robot_file import RobotFileError, load_robot, resolve_robot_path
+    from delta_core.robot_file import RobotFileError, load_robot, resolve_robot_path
     robot = LaunchConfiguration('robot').perform(context).strip()
     if not robot:
         robot = robot_from_params(LaunchConfiguration('params_file').perform(context)) or DEFAULT_ROBOT

@@ -14,7 +14,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory,
                                  MultiDOFJointTrajectoryPoint)
 
-from delta_description.robot_file import load_robot
+from delta_core.robot_file import load_robot
 from delta_dynamics.kinematics import forward_kinematics
 from delta_dynamics.model import DeltaModel
 from ros_helpers import TOLERATE_PAUSES, NodeProcess, RosClient

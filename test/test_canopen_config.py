@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_description.robot_file import load_robot
+from delta_core.robot_file import load_robot
 from delta_hardware.canopen import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.cia402 import Command, State

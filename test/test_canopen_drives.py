@@ -412,7 +412,7 @@ def test_maxon_config_units_direction_and_offset():
     over = {"axes": [{"direction": -1, "offset": 0.1}, {}, {}]}
     from delta_hardware.canopen.drive_sim import SimulatedCia402Drives
     from delta_hardware.canopen.config import load_drives_config
-    from delta_description.robot_file import load_robot
+    from delta_core.robot_file import load_robot
     cfg = load_drives_config("maxon_epos4", load_robot("nt_robot"), over)
     sim = SimulatedCia402Drives("nt_robot", "virtual", channel, cfg)
     drives = None

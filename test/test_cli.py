@@ -140,7 +140,7 @@ def test_ik_fk_round_trip():
 
 
 def test_ik_with_another_robot_file(tmp_path, capsys):
-    from delta_description.robot_file import load_robot, save_robot
+    from delta_core.robot_file import load_robot, save_robot
     path = save_robot(load_robot("nt_robot").replace(name="copy"), tmp_path / "copy.yaml")
     a = run(capsys, "ik", 0, 0, -0.8, "--robot", path)
     b = run(capsys, "ik", 0, 0, -0.8)

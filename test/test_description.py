@@ -22,7 +22,7 @@ import yaml
 from delta_description.check import check_description, inertia_problem
 from delta_description.cli import main as cli_main
 from delta_description.passive_joints import full_joint_state, movable_joint_names
-from delta_description.robot_file import RobotFileError, list_presets, load_robot
+from delta_core.robot_file import RobotFileError, list_presets, load_robot
 from delta_description.urdf_model import KinematicTree, axis_angle_matrix, parse_urdf, rpy_matrix
 from delta_description.xacro_urdf import DescriptionError, robot_description, xacro_path
 from delta_dynamics.kinematics import elbow_positions, forward_kinematics, UnreachableError

@@ -8,7 +8,7 @@ import pytest
 
 from delta_description.passive_joints import (expand_joint_state, forearm_joint_names, full_joint_state,
                                               movable_joint_names, passive_joint_names)
-from delta_description.robot_file import list_presets, load_robot
+from delta_core.robot_file import list_presets, load_robot
 from delta_description.urdf_model import KinematicTree
 from delta_description.xacro_urdf import robot_description
 from delta_dynamics.kinematics import (UnreachableError, forward_kinematics, inverse_kinematics,

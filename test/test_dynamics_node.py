@@ -11,7 +11,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from delta_description.robot_file import resolve_robot_path
+from delta_core.robot_file import resolve_robot_path
 from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
 from delta_dynamics.model import DeltaModel
 from ros_helpers import NodeProcess, RosClient, run_node

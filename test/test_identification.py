@@ -10,7 +10,7 @@ torque) and the positions 2^17-count encoder quantisation; the identification se
 import numpy as np
 import pytest
 
-from delta_description.robot_file import load_robot
+from delta_core.robot_file import load_robot
 from delta_dynamics.joint_space import kim_parameters
 from delta_dynamics.model import PARAMETER_NAMES, DeltaModel, DynamicParameters
 from delta_dynamics.identification import IdentificationError

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from delta_description.robot_file import load_robot
+from delta_core.robot_file import load_robot
 from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
 from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
 from delta_dynamics.model import DeltaModel

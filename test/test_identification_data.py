@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from delta_description.robot_file import load_robot
+from delta_core.robot_file import load_robot
 from delta_dynamics.model import DeltaModel
 from delta_dynamics.identification import IdentificationError
 from delta_dynamics.identification import data as D

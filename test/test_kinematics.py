@@ -124,7 +124,7 @@ def test_joint_limits_are_enforced_on_request(model):
 def short_forearm_model():
     """nt_robot with 0.4 m forearms: horizontal arms put the sphere centres 0.497 m from the
     axis, farther than a forearm reaches, so the spheres do not meet."""
-    from delta_description.robot_file import load_robot
+    from delta_core.robot_file import load_robot
     r = load_robot("nt_robot")
     return DeltaModel(r.replace(geometry=r.geometry.__class__(**{**r.geometry.__dict__, "forearm_length": 0.4})))
 
@@ -145,7 +145,7 @@ def test_singular_forward_kinematics_is_reported():
     # q chosen so that the three sphere centres coincide on the axis: R - r + l cos q = 0
     # has no solution for this robot (R > r + ... ), so build a coincident case directly
     # by checking the collinearity guard with a degenerate geometry instead.
-    from delta_description.robot_file import load_robot
+    from delta_core.robot_file import load_robot
     r = load_robot("nt_robot")
     geo = r.geometry.__class__(**{**r.geometry.__dict__, "chain_angles_deg": (0.0, 120.0, 240.0)})
     mm = DeltaModel(r.replace(geometry=geo))

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from delta_description.passive_joints import movable_joint_names
-from delta_description.robot_file import load_robot, resolve_robot_path
+from delta_core.robot_file import load_robot, resolve_robot_path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCH_FILES = sorted((ROOT / "launch").glob("*.launch.py"))

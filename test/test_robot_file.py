@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from delta_description.robot_file import (RobotFileError, list_presets, load_robot, parse_robot,
+from delta_core.robot_file import (RobotFileError, list_presets, load_robot, parse_robot,
                                           save_robot)
 from delta_dynamics.model import DeltaModel
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_description import share
+from delta_core import share
 
 REPO = Path(__file__).resolve().parents[1]
 PRESET = ('config', 'robots', 'nt_robot.yaml')
@@ -113,7 +113,7 @@ def source_copy(dest):
     ignore = shutil.ignore_patterns('__pycache__', '*.egg-info', 'build')
     dest.mkdir(parents=True, exist_ok=True)
     for name in ['setup.py', 'pyproject.toml', 'package.xml', 'resource', 'config', 'launch',
-                 'delta_description', 'delta_dynamics', 'delta_hardware', 'delta_bringup']:
+                 'delta_core', 'delta_description', 'delta_dynamics', 'delta_hardware', 'delta_bringup']:
         src = REPO / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=ignore)
@@ -164,7 +164,7 @@ def test_regular_pip_install_finds_preset(wheel, tmp_path):
                     'install', '-q', '--no-deps', str(whl)], check=True)
     assert (venv / 'bin' / 'delta-dynamics').is_file()
     assert not (venv / 'lib' / 'delta_robot').exists()
-    code = ('from delta_description.share import share_file; '
+    code = ('from delta_core.share import share_file; '
             'print(share_file("config", "robots", "nt_robot.yaml")); '
             'print(share_file("urdf", "zz_probe.urdf.xacro"))')
     env = {'PATH': '/usr/bin:/bin'}  # no AMENT_PREFIX_PATH: the sys.prefix fallback must do

@@ -38,8 +38,8 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker
 
 from delta_description.passive_joints import expand_joint_state
-from delta_description.ros.node_util import (DEFAULT_ROBOT, PUB_QOS, STATE_QOS, DropLog, describe,
-                                             load_model, robot_descriptor, run)
+from delta_core.ros.node_util import DEFAULT_ROBOT, PUB_QOS, STATE_QOS, DropLog, robot_descriptor, run
+from delta_dynamics.ros.robot_param import describe, load_model
 
 NODE_NAME = "delta_state"
 FRAME = "base_link"

@@ -164,7 +164,7 @@ def _load(path, robot, args):
 
 def run_identify(argv) -> int:
     args = _identify_parser().parse_args(argv)
-    from delta_description.robot_file import load_robot
+    from delta_core.robot_file import load_robot
 
     from .data import Preprocessing, preprocess
     from .estimators import METHODS
@@ -305,7 +305,7 @@ def run_excite(argv) -> int:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from delta_description.robot_file import RobotFileError
+    from delta_core.robot_file import RobotFileError
 
     from . import IdentificationError
     try:

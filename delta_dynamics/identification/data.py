@@ -225,7 +225,7 @@ def read_csv(path: str | os.PathLike) -> JointData:
 
 def write_csv(path, t, q, tau, qd=None, qdd=None) -> Path:
     """Write joint data in the format :func:`read_csv` reads (atomically)."""
-    from delta_description.atomic_file import atomic_write_text
+    from delta_core.atomic_file import atomic_write_text
     cols = [np.asarray(t, float)[:, None], np.asarray(q, float), np.asarray(tau, float)]
     head = list(REQUIRED_COLUMNS)
     if qd is not None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from delta_description.atomic_file import atomic_write_text
+from delta_core.atomic_file import atomic_write_text
 
 _MAX_POINTS = 4000
 _COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8")

@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from delta_description.robot_file import (Forearm, Friction, RobotFileError, RobotParameters, UpperArm,
+from delta_core.robot_file import (Forearm, Friction, RobotFileError, RobotParameters, UpperArm,
                                           load_robot, save_robot)
 from delta_dynamics.model import PARAMETER_NAMES, DeltaModel, DynamicParameters
 
@@ -156,7 +156,7 @@ def identified_robot(robot: RobotParameters, result, model, data_source: str,
 
 
 def write_robot_file(path, robot: RobotParameters, header: str = ""):
-    """Write (atomically, validated) with :func:`delta_description.robot_file.save_robot`."""
+    """Write (atomically, validated) with :func:`delta_core.robot_file.save_robot`."""
     return save_robot(robot, path, header=header)
 
 

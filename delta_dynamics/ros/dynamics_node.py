@@ -36,8 +36,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from delta_description.ros.node_util import (DEFAULT_ROBOT, PUB_QOS, STATE_QOS, DropLog, describe,
-                                             load_model, robot_descriptor, run)
+from delta_core.ros.node_util import DEFAULT_ROBOT, PUB_QOS, STATE_QOS, DropLog, robot_descriptor, run
+from delta_dynamics.ros.robot_param import describe, load_model
 from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
 
 NODE_NAME = "delta_dynamics"

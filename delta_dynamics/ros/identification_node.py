@@ -39,8 +39,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from delta_description.robot_file import RobotFileError
-from delta_description.ros.node_util import DEFAULT_ROBOT, STATE_QOS, DropLog, load_model, run
+from delta_core.robot_file import RobotFileError
+from delta_core.ros.node_util import DEFAULT_ROBOT, STATE_QOS, DropLog, run
+from delta_dynamics.ros.robot_param import load_model
 from delta_dynamics.dynamics import regressor_joint
 from delta_dynamics.identification import IdentificationError
 from delta_dynamics.identification.data import JointData, Preprocessing

@@ -42,7 +42,7 @@ import numpy as np
 from canopen.objectdictionary import (INTEGER8, INTEGER16, INTEGER32, UNSIGNED8, UNSIGNED16,
                                       UNSIGNED32)
 
-from delta_description.robot_file import RobotFileError, load_robot
+from delta_core.robot_file import RobotFileError, load_robot
 from delta_hardware.canopen import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.bus import open_bus

@@ -183,7 +183,7 @@ def resolve_path(source: str | os.PathLike) -> Path:
     s = str(source) if str(source) else DEFAULT_CONFIG
     if os.sep in s or s.endswith((".yaml", ".yml")):
         return Path(s)
-    from delta_description.share import share_file
+    from delta_core.share import share_file
     try:
         return Path(share_file("config", "drives", s + ".yaml"))
     except FileNotFoundError as e:

@@ -42,7 +42,7 @@ import canopen
 import numpy as np
 from canopen import LocalNode
 
-from delta_description.robot_file import load_robot
+from delta_core.robot_file import load_robot
 from delta_hardware.canopen import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.bus import open_bus

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from delta_description.robot_file import RobotParameters, load_robot
+from delta_core.robot_file import RobotParameters, load_robot
 from delta_dynamics.dynamics import joint_state
 from delta_dynamics.kinematics import (UnreachableError, forward_kinematics, inverse_kinematics,
                                        workspace_centre)

@@ -28,7 +28,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory
 
-from delta_description.robot_file import RobotFileError, load_robot
+from delta_core.robot_file import RobotFileError, load_robot
 from delta_dynamics.model import DeltaModel
 from delta_hardware.control_loop import ControlLoop, LoopConfig, LoopThread
 from delta_hardware.drives import DriveError, make_drives
@@ -469,7 +469,7 @@ def main(args=None) -> int:
     """Spin the node on a single-threaded executor: its callbacks are short (the loop has
     its own thread), and rclpy's multi-threaded executor would add milliseconds of latency
     to the 500 Hz feedforward topic."""
-    from delta_description.ros.node_util import run
+    from delta_core.ros.node_util import run
     return run(_started, "delta_hardware", args)
 
 

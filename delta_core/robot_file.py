@@ -7,7 +7,7 @@ field and the rule, e.g. ``config/robots/x.yaml: geometry.forearm_length must be
 
 Example::
 
-    >>> from delta_description.robot_file import load_robot
+    >>> from delta_core.robot_file import load_robot
     >>> robot = load_robot("nt_robot")
     >>> robot.geometry.forearm_length
     0.8
@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from delta_description.atomic_file import atomic_write_text
-from delta_description.share import share_file
+from delta_core.atomic_file import atomic_write_text
+from delta_core.share import share_file
 
 ROBOT_TYPES = ("rotary", "prismatic")
 

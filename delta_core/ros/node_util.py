@@ -1,5 +1,6 @@
-"""Small pieces shared by the stack's rclpy nodes: the ``robot`` parameter, per-kind throttled
-warnings for dropped messages, and a ``main`` that spins a node and exits cleanly on SIGINT.
+"""Small pieces shared by the stack's rclpy nodes: the ``robot`` parameter's descriptor, QoS
+profiles, per-kind throttled warnings for dropped messages, and a ``main`` that spins a node
+and exits cleanly on SIGINT/SIGTERM. Ground layer: imports nothing of the other packages.
 """
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-
-from delta_dynamics.model import DeltaModel
 
 DEFAULT_ROBOT = "nt_robot"
 
@@ -29,16 +28,6 @@ def robot_descriptor(extra: str = "") -> ParameterDescriptor:
         type=ParameterType.PARAMETER_STRING,
         description="robot preset name (config/robots/<name>.yaml) or robot file path" + extra)
 
-
-def load_model(robot: str) -> DeltaModel:
-    """The model for a ``robot`` parameter value; ValueError (RobotFileError) with the loader's reason."""
-    if not isinstance(robot, str):
-        raise ValueError(f"robot must be a string (preset name or file path), got {robot!r}")
-    return DeltaModel.from_robot(robot)
-
-
-def describe(model: DeltaModel) -> str:
-    return f"'{model.robot.name}' ({model.robot.source})"
 
 
 class DropLog:

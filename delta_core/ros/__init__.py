@@ -1,0 +1,1 @@
+"""Helpers shared by every rclpy node of the stack (need rclpy)."""
