@@ -16,7 +16,8 @@ def _modules():
         pkg = importlib.import_module(top)
         yield top
         for info in pkgutil.walk_packages(pkg.__path__, prefix=top + "."):
-            yield info.name
+            if not info.name.endswith("__main__"):
+                yield info.name
 
 
 def _has_examples(name):

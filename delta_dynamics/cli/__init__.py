@@ -1,0 +1,60 @@
+"""``delta-dynamics``: trajectories, inverse and forward dynamics from the command line.
+
+    delta-dynamics trajectory circle|lissajous|pick-place [options] --out traj.csv
+    delta-dynamics inverse --robot nt_robot --trajectory traj.csv --out torques.csv
+    delta-dynamics forward --robot nt_robot --torques torques.csv --out sim.csv
+    delta-dynamics ik X Y Z          # platform position (m) -> joint angles
+    delta-dynamics fk Q1 Q2 Q3       # joint angles (rad) -> platform position
+    delta-dynamics demo --out out/   # what `make run` runs: plots in out/
+
+CSV formats: :mod:`delta_dynamics.trajectory_io`. ``--robot`` takes a preset name
+(``config/robots/<name>.yaml``) or a robot file path. Bad input (an unreadable or malformed
+file, an unreachable point, a bad option) prints ``delta-dynamics: error: <message>`` to
+stderr and exits with status 2; outputs are written atomically, so a failed run leaves any
+existing output file untouched.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from delta_dynamics.cli import demo, forward, inverse, point, trajectory
+from delta_dynamics.cli.args import PROG, CliError
+
+#: The subcommand modules, in the order of ``--help``; each has ``register(subparsers)``.
+COMMANDS = (trajectory, inverse, forward, point, demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Delta robot kinematics and dynamics: trajectories, inverse and "
+        "forward dynamics (CSV in, CSV out), single-point kinematics.",
+        epilog="Units are SI (m, s, rad, N m); frames and signs: docs/conventions.md.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``delta-dynamics`` console script; returns the exit status."""
+    from delta_core.robot_file import RobotFileError
+    from delta_dynamics.kinematics import UnreachableError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, RobotFileError, UnreachableError, ValueError, RuntimeError,
+            ArithmeticError) as e:
+        msg = str(e)
+    except OSError as e:
+        msg = f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    print(f"{PROG}: error: {msg}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""``delta-dynamics forward``: simulate the robot under a torque CSV."""
+from __future__ import annotations
+
+import numpy as np
+
+from delta_dynamics.cli.args import (SAMPLE, CliError, count, info, model_for, positive,
+                                     robot_option)
+
+
+class _Clock:
+    """Torque input for the integrators that remembers the last time it was asked for."""
+
+    def __init__(self, f):
+        self.f = f
+        self.t = None
+
+    def __call__(self, s):
+        self.t = float(s)
+        return self.f(s)
+
+
+def cmd_forward(args) -> int:
+    from scipy.interpolate import CubicSpline
+
+    from delta_dynamics.dynamics import cartesian_state, forward_dynamics
+    from delta_dynamics.kinematics import (
+        UnreachableError,
+        check_joint_limits,
+        inverse_kinematics,
+    )
+    from delta_dynamics.simulate import simulate_adaptive, simulate_fixed
+    from delta_dynamics.trajectories import Trajectory
+    from delta_dynamics.trajectory_io import read_joint_data, write_trajectory
+
+    m = model_for(args.robot, friction=not args.no_friction)
+    jd = read_joint_data(args.torques)
+    try:
+        check_joint_limits(m, jd.q[0])
+        X0, V0, _ = cartesian_state(m, jd.q[0], jd.qd[0])
+    except UnreachableError as e:
+        raise CliError(f"{jd.table.where(0)}: initial state: {e}") from None
+    t, tau = jd.t, jd.tau
+    if args.method == "adaptive":
+        clock = _Clock(CubicSpline(t, tau, axis=0))
+    else:
+        rows = tau.tolist()                              # step() is fastest on Python floats
+
+        def held(s):                                     # zero-order hold, as on a drive
+            k = min(max(int(np.searchsorted(t, s, side="right")) - 1, 0), len(t) - 1)
+            return rows[k]
+        clock = _Clock(held)
+    try:
+        if args.method == "adaptive":
+            X, V = simulate_adaptive(m, X0, V0, t, clock, rtol=args.rtol, atol=args.atol)
+        else:
+            X, V = simulate_fixed(m, X0, V0, t, clock, method=args.method, substeps=args.substeps)
+        A = forward_dynamics(m, X, V, tau)
+    except (UnreachableError, ZeroDivisionError) as e:
+        # ZeroDivisionError: the single-sample model divides by U_i.T_i, which is 0 where an
+        # upper arm and its forearm align (the workspace boundary)
+        when = f"near t = {clock.t:.6g} s" if clock.t is not None else "at the start"
+        why = (SAMPLE.sub('', str(e)) if isinstance(e, UnreachableError) else
+               "an upper arm and its forearm are aligned (serial singularity)")
+        raise CliError(f"{args.torques}: the simulated robot left its workspace {when}: {why}") from None
+    except RuntimeError as e:
+        raise CliError(f"{args.torques}: {e}") from None
+    if not np.isfinite(X).all():
+        k = int(np.argmin(np.isfinite(X).all(axis=1)))
+        raise CliError(f"{jd.table.where(k)}: the simulation diverged (try --method adaptive "
+                       f"or more --substeps)")
+    try:
+        inverse_kinematics(m, X, check_limits=True)
+    except UnreachableError as e:
+        info(f"warning: {args.torques}: at t = {t[int(e.index or 0)]:.6g} s the simulated robot "
+              f"passes its joint limits: {SAMPLE.sub('', str(e))}")
+    write_trajectory(args.out, Trajectory(t, X, V, A))
+    print(f"wrote {args.out}: {len(t)} rows, {t[-1] - t[0]:.6g} s simulated ({args.method})")
+    return 0
+
+
+def register(sub) -> None:
+    # forward
+    fp = sub.add_parser("forward", help="simulate the robot under a torque CSV",
+                        description="Forward simulation from the first row's state (q, qd) "
+                        "under the torques of a joint-data CSV; writes a trajectory CSV with "
+                        "accelerations from the forward dynamics.")
+    robot_option(fp)
+    fp.add_argument("--torques", required=True, metavar="CSV", help="input joint data (t, q, qd, tau)")
+    fp.add_argument("--out", required=True, metavar="CSV", help="output trajectory")
+    fp.add_argument("--method", choices=("adaptive", "semi-implicit", "rk4"), default="adaptive",
+                    help="adaptive: LSODA, torques interpolated by a cubic spline; semi-implicit, "
+                    "rk4: fixed steps with torques held over each row (default: adaptive)")
+    fp.add_argument("--substeps", type=count, default=1, help="fixed steps per row (default: 1)")
+    fp.add_argument("--rtol", type=positive, default=1e-9, help="adaptive: relative tolerance (default: %(default)g)")
+    fp.add_argument("--atol", type=positive, default=1e-11, help="adaptive: absolute tolerance (default: %(default)g)")
+    fp.add_argument("--no-friction", action="store_true", help="leave joint friction out")
+    fp.set_defaults(func=cmd_forward)

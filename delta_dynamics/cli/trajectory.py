@@ -1,0 +1,87 @@
+"""``delta-dynamics trajectory circle|lissajous|pick-place``: platform trajectories as CSV."""
+from __future__ import annotations
+
+import math
+
+from delta_dynamics.cli.args import (SAMPLE, CliError, count, finite, model_for, nonnegative,
+                                     positive, robot_option)
+
+
+def _make_trajectory(args):
+    from delta_dynamics import trajectories as tr
+    if args.kind == "circle":
+        return tr.circle(radius=args.radius, depth=args.depth, period=args.period,
+                         duration=args.duration, center=tuple(args.center), dt=args.dt,
+                         ramp=args.ramp)
+    if args.kind == "lissajous":
+        return tr.lissajous(speed=args.speed, x0=args.x0, y0=args.y0, depth=args.depth,
+                            dt=args.dt, ramp=args.ramp)
+    return tr.pick_place(start=tuple(args.start), height=args.height, width=args.width,
+                         direction=tuple(args.direction), lift_time=args.lift_time,
+                         move_time=args.move_time, dwell=args.dwell, cycles=args.cycles,
+                         dt=args.dt)
+
+
+def cmd_trajectory(args) -> int:
+    from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
+    from delta_dynamics.trajectory_io import write_trajectory
+    traj = _make_trajectory(args)
+    if args.robot:
+        try:
+            inverse_kinematics(model_for(args.robot), traj.X, check_limits=True)
+        except UnreachableError as e:
+            k = int(e.index or 0)
+            raise CliError(f"{args.kind} on {args.robot}: sample {k} (t = {traj.t[k]:.6g} s): "
+                           f"{SAMPLE.sub('', str(e))}") from None
+    write_trajectory(args.out, traj)
+    print(f"wrote {args.out}: {args.kind}, {len(traj)} rows, {traj.t[-1]:.6g} s")
+    return 0
+
+
+def register(sub) -> None:
+    # trajectory
+    tp = sub.add_parser("trajectory", help="write a circle, Lissajous or pick-and-place trajectory CSV",
+                        description="Write a platform trajectory as CSV (t,x,y,z,xd,yd,zd,xdd,ydd,zdd; SI).")
+    tsub = tp.add_subparsers(dest="kind", required=True, metavar="KIND")
+
+    def common(sp, dt=1e-3):
+        sp.add_argument("--dt", type=positive, default=dt, help="sample time in s (default: %(default)g)")
+        sp.add_argument("--out", required=True, metavar="CSV", help="output file")
+        robot_option(sp, default=None, help_="check every sample is reachable within the joint "
+                  "limits of this robot (preset name or file)")
+        sp.set_defaults(func=cmd_trajectory)
+
+    c = tsub.add_parser("circle", help="horizontal circle (Asadi & Heydari's evaluation path)")
+    c.add_argument("--radius", type=positive, default=0.25, help="m (default: %(default)g)")
+    c.add_argument("--depth", type=finite, default=-0.75, help="z of the circle in m, negative "
+                   "below the base (default: %(default)g)")
+    c.add_argument("--period", type=positive, default=2 * math.pi, help="s per turn at full speed "
+                   "(default: 2 pi)")
+    c.add_argument("--duration", type=positive, default=None, help="s (default: period + ramp)")
+    c.add_argument("--ramp", type=nonnegative, default=0.0, help="s to reach full speed from "
+                   "rest (default: 0, start at full speed)")
+    c.add_argument("--center", type=finite, nargs=2, default=(0.0, 0.0), metavar=("X", "Y"),
+                   help="m (default: 0 0)")
+    common(c)
+
+    li = tsub.add_parser("lissajous", help="Lissajous path at constant speed (Colombo & Lentini eqs. 18-19)")
+    li.add_argument("--speed", type=positive, default=0.2, help="m/s (default: %(default)g)")
+    li.add_argument("--x0", type=positive, default=0.1, help="x amplitude in m (default: %(default)g)")
+    li.add_argument("--y0", type=positive, default=0.1, help="y amplitude in m (default: %(default)g)")
+    li.add_argument("--depth", type=finite, default=-0.75, help="z in m (default: %(default)g)")
+    li.add_argument("--ramp", type=nonnegative, default=0.0, help="s to reach the speed from "
+                    "rest (default: 0)")
+    common(li)
+
+    pp = tsub.add_parser("pick-place", help="pick-and-place cycle: up, across, down and back")
+    pp.add_argument("--start", type=finite, nargs=3, default=(-0.1525, 0.0, -0.8),
+                    metavar=("X", "Y", "Z"), help="pick point in m (default: -0.1525 0 -0.8)")
+    pp.add_argument("--height", type=positive, default=0.025, help="m up and down (default: %(default)g)")
+    pp.add_argument("--width", type=positive, default=0.305, help="m across (default: %(default)g)")
+    pp.add_argument("--direction", type=finite, nargs=2, default=(1.0, 0.0), metavar=("DX", "DY"),
+                    help="horizontal direction across (default: 1 0)")
+    pp.add_argument("--cycles", type=count, default=1, help="pick-place-back cycles (default: 1)")
+    pp.add_argument("--lift-time", type=positive, default=0.15, help="s per lift (default: %(default)g)")
+    pp.add_argument("--move-time", type=positive, default=0.4, help="s across (default: %(default)g)")
+    pp.add_argument("--dwell", type=nonnegative, default=0.1, help="s at rest after each leg (default: %(default)g)")
+    common(pp)
