@@ -16,8 +16,9 @@ contract, guarded by ``command_timeout``: when commands stop, the loop holds the
 where it is), or from a hold. Safety: a measured position beyond its limits by more than
 ``position_margin`` or a speed above ``velocity_margin`` times its limit quick-stops every
 axis; so do a drive fault and a loop that stalled longer than ``max_stall``; the emergency
-stop holds until reset. The drives always advance by the real time between cycles (a
-late cycle leaves the last torque applied for longer, as on a real robot).
+stop holds until reset. Each cycle first lets the drives pass the time since the previous
+one with the targets of the previous one (a late cycle leaves the last torque applied for
+longer, as on a real robot), then reads fresh feedback and computes.
 """
 from __future__ import annotations
 
@@ -111,6 +112,37 @@ class LoopStats:
                 "feedforward_from_topic": self.ff_topic, "feedforward_from_model": self.ff_model}
 
 
+class LateCycles:
+    """Late control cycles, summarised: at most one event per ``interval`` seconds of the
+    loop's time, with how many cycles came more than ``factor`` periods late and the worst
+    gap (a busy host would otherwise bury the other events under one per cycle)."""
+
+    def __init__(self, period: float, factor: float = 10.0, interval: float = 1.0):
+        self.period, self.factor, self.interval = period, factor, interval
+        self.count = 0
+        self.worst = 0.0
+        self.total = 0
+        self._since = None
+
+    def add(self, now: float, gap: float) -> None:
+        self.count += 1
+        self.total += 1
+        self.worst = max(self.worst, gap)
+        if self._since is None:
+            self._since = now - self.interval          # the first one is reported at once
+
+    def report(self, now: float) -> str:
+        """The summary event if one is due (and reset the counts), else ''."""
+        if not self.count or now - self._since < self.interval:
+            return ""
+        text = (f"control cycle late: {self.count} cycle{'s' * (self.count > 1)} more than "
+                f"{self.factor:g} periods late in the last {min(now - self._since, 99):.1f} s, worst "
+                f"{self.worst * 1e3:.1f} ms (period {self.period * 1e3:g} ms); the drives held their "
+                f"torque meanwhile")
+        self.count, self.worst, self._since = 0, 0.0, now
+        return text
+
+
 class ControlLoop:
     """PD + feedforward joint control of the three axes with limits, watchdog and e-stop."""
 
@@ -139,6 +171,7 @@ class ControlLoop:
         self._last_time = None
         self._was_controlling = False
         self._watchdog_fired = False
+        self.late = LateCycles(self.period)
 
     # ------------------------------------------------------------------ commands (any thread)
     def activate(self) -> None:
@@ -242,9 +275,15 @@ class ControlLoop:
     def cycle(self, now: float, elapsed: float | None = None) -> CycleOutput:
         """One control period at time ``now`` (the time base of the plans and stamps: ROS
         time in the node). ``elapsed`` is the time since the previous cycle measured on a
-        steady clock; it drives the stall check and the drives' time step, so that a step of
-        the wall clock (NTP, a manual change) neither quick-stops the robot nor jolts the
-        simulation. Without it the difference of ``now`` is used."""
+        steady clock (the simulated period in simulated time); it drives the stall check and
+        the drives' time step, so that a step of the wall clock (NTP, a manual change)
+        neither quick-stops the robot nor jolts the simulation. Without it the difference of
+        ``now`` is used.
+
+        Order: the drives first pass the time since the previous cycle with what was
+        commanded then (a real drive holds its last target through a late cycle; the
+        simulated plant integrates it; a CANopen master sends SYNC), then the loop reads the
+        fresh feedback, computes and writes the targets for the next interval."""
         events = []
         if self._last_time is None:
             dt = self.period
@@ -252,6 +291,7 @@ class ControlLoop:
             dt = now - self._last_time if elapsed is None else elapsed
             self.stats.add_period(dt)
         self._last_time = now
+        self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
         fb = self.drives.read()
         q, qd = np.array(fb.position), np.array(fb.velocity)
         if fb.state is DriveState.FAULT and not self._estop:
@@ -271,12 +311,10 @@ class ControlLoop:
                 self.emergency_stop(bad)
         if self._estop or fb.state is not DriveState.ENABLED:
             self._was_controlling = False
-            self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
             return CycleOutput(now, fb.position, fb.velocity, fb.torque, None, None, (0.0,) * 3, (0.0,) * 3, events)
 
         if self._was_controlling and dt > 10 * self.period:
-            events.append(f"control cycle late: {dt * 1e3:.1f} ms since the last one "
-                          f"(period {self.period * 1e3:g} ms); the drives held their torque meanwhile")
+            self.late.add(now, dt)
         with self._lock:
             sp, extra = self._setpoint(now, q, events)
             preview = self._plan.sample(now + self.period) if self._plan is not None else sp
@@ -296,8 +334,10 @@ class ControlLoop:
                 self.drives.write(torque=clipped)
         except DriveError as e:
             events.append(f"drive refused command: {e}")
-        self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
         self._was_controlling = True
+        late = self.late.report(now)
+        if late:
+            events.append(late)
         return CycleOutput(now, fb.position, fb.velocity, fb.torque, sp, preview,
                            tuple(clipped.tolist()), tuple(ff.tolist()), events)
 

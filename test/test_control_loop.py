@@ -264,3 +264,35 @@ def test_the_loop_thread_keeps_its_rate_across_a_backwards_step_of_the_stamp_clo
 def test_a_bad_loop_setting_is_refused_by_name(field, value):
     with pytest.raises(ValueError, match="control_rate" if field == "rate" else field):
         LoopConfig(**{field: value})
+
+
+@pytest.mark.parametrize("gap", [0.05, 0.1, 0.15, 0.2])
+def test_a_late_cycle_holds_the_previous_torque_and_never_runs_away(gap):
+    """A cycle that comes ``gap`` s late (a paused process, below max_stall): the drives held
+    the torque computed before the gap, the loop then reads fresh feedback. Computing the
+    torque from the stale feedback and integrating it over the gap drove a joint to
+    7.8 rad/s (100 ms) and 19.4 rad/s (150 ms), and out of the workspace at 200 ms."""
+    model = DeltaModel.from_robot("nt_robot")
+    drives = SimulatedDriveSet("nt_robot", seed=1)
+    loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, feedforward="model", max_stall=0.25))
+    loop.activate()
+    t, _ = run(loop, 0.0, 0.1)
+    q0 = loop.current_setpoint().q
+    # a fast swing of every arm (near the velocity limit), paused three times on the way
+    plan = build_plan(model, t, loop.current_setpoint(), t, [0.35, 0.7, 1.05],
+                      [q0 + 0.6, q0 - 0.2, q0 + 0.6])
+    loop.submit_plan(plan)
+    peak, events = 0.0, []
+    for k in range(int(1.4 / DT)):
+        if k in (60, 200, 380):
+            t += gap
+            out = loop.cycle(t, elapsed=gap + DT)
+        else:
+            out = loop.cycle(t, elapsed=DT)
+        t += DT
+        peak = max(peak, float(np.abs(out.velocity).max()))
+        events += out.events
+    v_max = min(model.robot.limits.velocity)
+    assert not loop.stopped_reason, events
+    assert peak <= v_max, f"{peak:.2f} rad/s after {gap * 1e3:.0f} ms pauses (limit {v_max})"
+    assert any(e.startswith("control cycle late") for e in events)

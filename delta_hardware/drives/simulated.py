@@ -1,7 +1,7 @@
 """The simulated robot behind the drive interface: the default backend everywhere.
 
-The robot's forward dynamics (:func:`delta_dynamics.simulate.step`, Asadi & Heydari eq. 43,
-with friction) is stepped at the drive rate. What the drives report is what real ones would:
+A plant (:mod:`delta_dynamics.plant`; by default the explicit model's forward dynamics,
+Asadi & Heydari eq. 43, with friction) is stepped at the drive rate. What the drives report is what real ones would:
 encoder-quantised positions, noisy velocities and torques. The simulated robot may differ
 from the controller's robot file (``true_robot``, a payload), so identification has
 something to find.
@@ -17,11 +17,9 @@ import threading
 import numpy as np
 
 from delta_core.robot_file import RobotParameters, load_robot
-from delta_dynamics.dynamics import joint_state
-from delta_dynamics.kinematics import (UnreachableError, forward_kinematics, inverse_kinematics,
-                                       workspace_centre)
+from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
 from delta_dynamics.model import DeltaModel
-from delta_dynamics.simulate import step
+from delta_dynamics.plant import ExplicitPlant, Plant
 from delta_hardware.drives.interface import DriveError, DriveSet, DriveState, Feedback, Mode
 from delta_hardware.drives.scaling import AxisScaling
 
@@ -29,29 +27,38 @@ from delta_hardware.drives.scaling import AxisScaling
 class SimulatedDriveSet(DriveSet):
     """Three simulated servo axes on a simulated Delta robot.
 
-    Parameters: ``robot`` (the controller's robot file, for names and limits),
-    ``true_robot`` (the physics; defaults to ``robot``), ``payload`` (kg added to the
-    platform), ``drive_rate`` (Hz of the physics step), ``counts_per_rev`` (motor encoder),
+    Parameters: ``robot`` (the controller's robot file, loaded or a name: joint names,
+    limits, gear), ``plant`` (the physics, a :class:`delta_dynamics.plant.Plant`; default the
+    explicit model of ``true_robot``), ``true_robot`` (robot file of the default plant;
+    defaults to ``robot``), ``payload`` (kg added to the default plant's platform),
+    ``drive_rate`` (Hz of the physics step), ``counts_per_rev`` (motor encoder),
     ``torque_noise`` / ``velocity_noise`` (standard deviations, N m and rad/s),
     ``initial_position`` (platform, m; default the workspace centre), ``mode``,
     ``position_gains`` (kp, kd of the drive's own loop in position mode), ``seed``.
+
+    :meth:`cycle` advances the plant by ``dt`` under the targets of the last :meth:`write`,
+    held over the whole interval as a real drive holds its last target; the control loop
+    calls it first in each cycle (the time since the previous one passes), then reads the
+    feedback and writes the new targets. The measurement noise is drawn per physics step, so
+    a run in simulated time gives the same numbers however often the feedback is read.
     """
 
-    def __init__(self, robot, true_robot=None, payload: float = 0.0, drive_rate: float = 1000.0,
-                 counts_per_rev: int = 2 ** 17, torque_noise: float = 0.0, velocity_noise: float = 0.0,
-                 initial_position=None, mode: Mode | str = Mode.TORQUE,
+    def __init__(self, robot, plant: Plant | None = None, true_robot=None, payload: float = 0.0,
+                 drive_rate: float = 1000.0, counts_per_rev: int = 2 ** 17, torque_noise: float = 0.0,
+                 velocity_noise: float = 0.0, initial_position=None, mode: Mode | str = Mode.TORQUE,
                  position_gains=(4000.0, 80.0), seed: int | None = 0):
         self.robot: RobotParameters = load_robot(robot)
-        true = load_robot(true_robot) if true_robot not in (None, "") else self.robot
-        if payload < 0 or not math.isfinite(payload):
-            raise DriveError(f"simulated payload must be a finite mass >= 0 kg, got {payload}")
-        if payload:
-            m = true.mass
-            true = true.replace(mass=m.__class__(**{**m.__dict__, "payload_mass": m.payload_mass + payload}))
-        if not drive_rate > 0:
-            raise DriveError(f"drive_rate must be > 0 Hz, got {drive_rate}")
-        self.true_robot = true
-        self.model = DeltaModel(true)
+        if not (drive_rate > 0 and math.isfinite(drive_rate)):
+            raise DriveError(f"drive_rate must be a finite number > 0 Hz, got {drive_rate}")
+        for name, v in (("torque_noise", torque_noise), ("velocity_noise", velocity_noise)):
+            if not (math.isfinite(v) and v >= 0):
+                raise DriveError(f"simulated {name} must be a finite number >= 0, got {v}")
+        if plant is None:
+            plant = ExplicitPlant(DeltaModel(with_payload(load_robot(true_robot) if true_robot not in (None, "")
+                                                          else self.robot, payload)))
+        elif payload:
+            raise DriveError("give the payload to the plant's robot file, not beside a plant")
+        self.plant = plant
         self.drive_rate = float(drive_rate)
         self.mode = Mode[mode.upper()] if isinstance(mode, str) else mode
         self.kp, self.kd = (float(g) for g in position_gains)
@@ -61,10 +68,10 @@ class SimulatedDriveSet(DriveSet):
         self.velocity_noise = float(velocity_noise)
         self.torque_limit = tuple(self.robot.limits.torque)
         self._rng = np.random.default_rng(seed)
-        X0 = workspace_centre(self.model) if initial_position is None else np.asarray(initial_position, float)
-        inverse_kinematics(self.model, X0)             # raises a clear error if unreachable
-        self._X = tuple(float(v) for v in X0)
-        self._V = (0.0, 0.0, 0.0)
+        self._noise = (0.0,) * 6
+        if initial_position is not None:
+            q0 = inverse_kinematics(DeltaModel(self.robot), np.asarray(initial_position, float))
+            self.plant.place(q0)
         self._state = DriveState.DISABLED
         self._faults: dict = {}
         self._cmd_torque = (0.0, 0.0, 0.0)
@@ -85,7 +92,7 @@ class SimulatedDriveSet(DriveSet):
                 raise DriveError(f"cannot enable: axis {self._first_fault()} is in fault; reset first")
             if self._state is not DriveState.ENABLED:
                 # like CSP on a real drive: the target starts at the actual position
-                self._cmd_position = self._joint_positions()
+                self._cmd_position = self.plant.joint_state()[0]
                 self._cmd_velocity = (0.0, 0.0, 0.0)
                 self._cmd_torque = (0.0, 0.0, 0.0)
                 self._state = DriveState.ENABLED
@@ -94,13 +101,13 @@ class SimulatedDriveSet(DriveSet):
         with self._lock:
             if self._state is not DriveState.FAULT:
                 self._state = DriveState.DISABLED
-            self._V = (0.0, 0.0, 0.0)
+            self.plant.brake()
 
     def quick_stop(self, reason: str = "") -> None:
         with self._lock:
             if self._state is not DriveState.FAULT:
                 self._state = DriveState.QUICK_STOP
-            self._V = (0.0, 0.0, 0.0)
+            self.plant.brake()
 
     def reset(self) -> None:
         with self._lock:
@@ -113,7 +120,7 @@ class SimulatedDriveSet(DriveSet):
         with self._lock:
             self._faults[axis] = reason
             self._state = DriveState.FAULT
-            self._V = (0.0, 0.0, 0.0)
+            self.plant.brake()
 
     def _first_fault(self):
         k = min(self._faults) if self._faults else 0
@@ -132,19 +139,21 @@ class SimulatedDriveSet(DriveSet):
                 self._cmd_velocity = _finite3(velocity, "velocity")
 
     def cycle(self, dt: float) -> None:
-        n = max(1, int(round(dt * self.drive_rate)))
+        """Advance the plant by ``dt`` s under the last targets (steps of at most 1/drive_rate)."""
+        n = max(1, int(math.ceil(dt * self.drive_rate - 1e-9)))
         h = dt / n
         with self._lock:
             for _ in range(n):
                 self._physics_step(h)
             self.time += dt
+            self._draw_noise()
 
     def _physics_step(self, h: float) -> None:
         if self._state is not DriveState.ENABLED:
             self._applied = (0.0, 0.0, 0.0)
             return                                      # brakes hold the arms
         if self.mode is Mode.POSITION:
-            q, qd = self._joint_positions(), self._joint_velocities()
+            q, qd = self.plant.joint_state()
             tau = [self.kp * (self._cmd_position[i] - q[i]) + self.kd * (self._cmd_velocity[i] - qd[i])
                    + self._cmd_torque[i] for i in range(3)]
         else:
@@ -153,47 +162,50 @@ class SimulatedDriveSet(DriveSet):
         tau = tuple(min(max(float(t), -lim[i]), lim[i]) for i, t in enumerate(tau))
         self._applied = tau
         try:
-            X, V = step(self.model, self._X, self._V, tau, h)
-            inverse_kinematics(self.model, X)
+            self.plant.step(tau, h)
         except UnreachableError as e:
             self._faults = {i: f"mechanism left its workspace ({e})" for i in range(3)}
             self._state = DriveState.FAULT
-            self._V = (0.0, 0.0, 0.0)
-            return
-        self._X, self._V = X, V
+            self.plant.brake()
+
+    def _draw_noise(self) -> None:
+        tn, vn = self.torque_noise, self.velocity_noise
+        if tn or vn:
+            z = self._rng.standard_normal(6)
+            self._noise = tuple((z[:3] * vn).tolist() + (z[3:] * tn).tolist())
 
     # ------------------------------------------------------------------ feedback
-    def _joint_positions(self):
-        return tuple(inverse_kinematics(self.model, self._X).tolist())
-
-    def _joint_velocities(self):
-        return tuple(joint_state(self.model, self._X, self._V)[1].tolist())
-
     def read(self) -> Feedback:
         with self._lock:
-            q, qd, _ = joint_state(self.model, self._X, self._V)
-            q = [s.quantize_position(v) for s, v in zip(self.scaling, q.tolist())]
-            qd = qd.tolist()
-            tau = list(self._applied)
-            if self.velocity_noise:
-                qd = [v + self.velocity_noise * self._rng.standard_normal() for v in qd]
-            if self.torque_noise:
-                tau = [t + self.torque_noise * self._rng.standard_normal() for t in tau]
-            return Feedback(tuple(q), tuple(qd), tuple(tau), self._state, dict(self._faults))
+            q, qd = self.plant.joint_state()
+            q = tuple(s.quantize_position(v) for s, v in zip(self.scaling, q))
+            nz = self._noise
+            qd = tuple(v + nz[i] for i, v in enumerate(qd)) if self.velocity_noise else tuple(qd)
+            tau = tuple(t + nz[3 + i] for i, t in enumerate(self._applied)) if self.torque_noise else self._applied
+            return Feedback(q, qd, tau, self._state, dict(self._faults))
 
     # ------------------------------------------------------------------ for tests and tools
     @property
     def platform_position(self) -> np.ndarray:
         """The true platform position (m) of the simulated robot."""
-        return np.array(self._X)
+        return self.plant.platform_position()
 
     def set_joint_positions(self, q) -> None:
         """Place the simulated robot at joint angles ``q`` at rest (only while not enabled)."""
         if self._state is DriveState.ENABLED:
             raise DriveError("cannot move the simulated robot by hand while enabled")
         with self._lock:
-            self._X = tuple(forward_kinematics(self.model, np.asarray(q, float)).tolist())
-            self._V = (0.0, 0.0, 0.0)
+            self.plant.place(q)
+
+
+def with_payload(robot: RobotParameters, payload: float) -> RobotParameters:
+    """``robot`` with ``payload`` kg more on its platform."""
+    if not (math.isfinite(payload) and payload >= 0):
+        raise DriveError(f"simulated payload must be a finite mass >= 0 kg, got {payload}")
+    if not payload:
+        return robot
+    m = robot.mass
+    return robot.replace(mass=m.__class__(**{**m.__dict__, "payload_mass": m.payload_mass + payload}))
 
 
 def _finite3(v, name):

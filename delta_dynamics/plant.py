@@ -1,0 +1,100 @@
+"""Plants: a simulated robot body that the simulated drives step, one interface for every
+physics model.
+
+A plant holds the state of one simulated robot and advances it under joint efforts (N m at
+the arms of a rotary Delta, N on the carriages of a linear one) held constant over each step,
+as a drive holds its last target between two cycles. The simulated drives
+(:mod:`delta_hardware.drives.simulated`) only talk to this interface, so the physics behind
+them can be the controller's own explicit model (:class:`ExplicitPlant`, the fastest) or a
+model of different structure (the multibody simulator, MuJoCo) without the drives, the
+control loop or the nodes knowing which.
+
+>>> from delta_dynamics.model import DeltaModel
+>>> plant = ExplicitPlant(DeltaModel.from_robot("nt_robot"))
+>>> plant.place([0.3, 0.3, 0.3])
+>>> plant.step([0.0, 0.0, 0.0], 0.001)          # unpowered arms start to fall
+>>> q, qd = plant.joint_state()
+>>> [round(v, 5) for v in q], all(v > 0 for v in qd)
+([0.30001, 0.30001, 0.30001], True)
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from delta_dynamics.dynamics import cartesian_state, joint_state
+from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics, workspace_centre
+from delta_dynamics.simulate import step
+
+
+class Plant(ABC):
+    """A simulated robot: its state, and a step under constant joint efforts.
+
+    ``step`` raises :class:`delta_dynamics.kinematics.UnreachableError` when the mechanism
+    would leave its workspace (the state then stays where it was).
+    """
+
+    #: physics time step the plant wants (s); the drives split longer intervals into steps of at most this
+    max_step: float = 1e-3
+
+    @abstractmethod
+    def place(self, q) -> None:
+        """Put the robot at rest at joint positions ``q``."""
+
+    @abstractmethod
+    def step(self, tau, dt: float) -> None:
+        """Advance ``dt`` seconds under the joint efforts ``tau`` (3 floats)."""
+
+    @abstractmethod
+    def joint_state(self) -> tuple[tuple, tuple]:
+        """(q, q_dot) of the three actuated joints, tuples of floats."""
+
+    @abstractmethod
+    def platform_position(self) -> np.ndarray:
+        """The platform centre in ``base_link`` (m), shape (3,)."""
+
+    def brake(self) -> None:
+        """Stop every motion at once (the holding brakes of a disabled robot)."""
+        q, _ = self.joint_state()
+        self.place(q)
+
+
+class ExplicitPlant(Plant):
+    """The explicit model's forward dynamics (Asadi & Heydari eq. 43) with the fixed-step
+    integrator of :func:`delta_dynamics.simulate.step` (semi-implicit by default)."""
+
+    def __init__(self, model, method: str = "semi-implicit"):
+        self.model = model
+        self.method = method
+        self.place_platform(workspace_centre(model))
+
+    def place(self, q) -> None:
+        self._X = tuple(forward_kinematics(self.model, np.asarray(q, dtype=float)).tolist())
+        self._V = (0.0, 0.0, 0.0)
+
+    def place_platform(self, X) -> None:
+        """Put the robot at rest with the platform at ``X`` (raises if unreachable)."""
+        inverse_kinematics(self.model, np.asarray(X, dtype=float))
+        self._X = tuple(float(v) for v in X)
+        self._V = (0.0, 0.0, 0.0)
+
+    def step(self, tau, dt: float) -> None:
+        X, V = step(self.model, self._X, self._V, tau, dt, self.method)
+        inverse_kinematics(self.model, X)            # raises UnreachableError outside the workspace
+        self._X, self._V = X, V
+
+    def joint_state(self):
+        q, qd, _ = joint_state(self.model, self._X, self._V)
+        return tuple(q.tolist()), tuple(qd.tolist())
+
+    def platform_position(self) -> np.ndarray:
+        return np.array(self._X)
+
+    def brake(self) -> None:
+        self._V = (0.0, 0.0, 0.0)
+
+    def set_state(self, q, qd) -> None:
+        """Put the robot at joint positions ``q`` moving at ``qd``."""
+        X, V, _ = cartesian_state(self.model, np.asarray(q, float), np.asarray(qd, float))
+        self._X, self._V = tuple(X.tolist()), tuple(V.tolist())
