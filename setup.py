@@ -84,6 +84,7 @@ setup(
         'xacro',
         'urdf-parser-py',
         'rosbags',
+        'ruckig',                  # online jerk-limited setpoints for streamed commands
         'canopen',
         'python-can[multicast]',   # udp_multicast (delta-drive-sim in another process) needs msgpack
     ],

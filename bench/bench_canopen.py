@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from delta_dynamics.model import DeltaModel  # noqa: E402
 from delta_hardware.canopen.backend import CanopenDriveSet  # noqa: E402
-from delta_hardware.control_loop import ControlLoop, LoopConfig, LoopThread  # noqa: E402
+from delta_hardware.control_loop import ControlLoop, LoopConfig
+from delta_hardware.loop_thread import LoopThread  # noqa: E402
 from delta_hardware.trajectory_plan import build_plan  # noqa: E402
 
 
@@ -181,7 +182,7 @@ def main():
     ap.add_argument("--channel", default=f"239.74.163.2:{43200 + os.getpid() % 2000}",
                     help="udp_multicast group:port (a port of its own: Linux shares a port's groups)")
     a = ap.parse_args()
-    from delta_hardware.control_loop import realtime_friendly
+    from delta_hardware.loop_thread import realtime_friendly
     realtime_friendly()
     results = []
     transport = "virtual, drives in-process" if a.in_process else f"udp_multicast {a.channel}, drives in another process"

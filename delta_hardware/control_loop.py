@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
 from delta_hardware.drives.interface import DriveError, DriveState, Mode
+from delta_hardware.stream_follower import StreamFollower
 from delta_hardware.trajectory_plan import JointPlan, Setpoint
 
 
@@ -172,6 +172,12 @@ class ControlLoop:
         self._was_controlling = False
         self._watchdog_fired = False
         self.late = LateCycles(self.period)
+        self.follower = StreamFollower(self.period, self.v_max, lim.acceleration)
+        self._recovery = None                 # (lo, hi) while a joint is outside its limits
+        self.ff_silent = False                # the topic feedforward stopped coming
+        self._ff_fresh_at = None
+        self._preview_time = None             # the time of the setpoint previewed last cycle
+        self.notices: list[str] = []          # events raised outside a cycle (activate, reset)
 
     # ------------------------------------------------------------------ commands (any thread)
     def activate(self) -> None:
@@ -184,6 +190,50 @@ class ControlLoop:
             self._estop = ""
             self._last_time = None
             self._was_controlling = False
+            self._start_recovery(np.array(fb.position))
+
+    # ------------------------------------------------------------------ outside the limits
+    #: speed of the way back into the joint limits, as a fraction of the velocity limits
+    RECOVERY_SPEED = 0.1
+
+    def _start_recovery(self, q) -> None:
+        """A joint outside its position limits (after a fault, or started there) may only move
+        slowly back toward them: the effective limits widen to where it is and shrink as it
+        comes back; the velocity limit is RECOVERY_SPEED of the robot file's."""
+        out = (q < self.q_lo) | (q > self.q_hi)
+        if not out.any():
+            self._recovery = None
+            self.follower.set_velocity_limit(self.v_max)
+            return
+        self._recovery = (np.minimum(self.q_lo, q), np.maximum(self.q_hi, q))
+        self.follower.set_velocity_limit(self.RECOVERY_SPEED * self.v_max)
+        names = self.model.joint_names
+        where = "; ".join(f"{names[i]} at {q[i]:.4f} rad is {max(self.q_lo[i] - q[i], q[i] - self.q_hi[i]):.4f} rad "
+                          f"outside its limits [{self.q_lo[i]:g}, {self.q_hi[i]:g}]" for i in np.nonzero(out)[0])
+        self.notices.append(f"outside the joint limits: {where}; only slow motion (at most "
+                            f"{self.RECOVERY_SPEED:g} x the velocity limits) back toward the limits is "
+                            f"accepted until every joint is inside")
+
+    def _update_recovery(self, q, q_set) -> str:
+        """Shrink the widened limits to the joints' positions (measured and set: the hold
+        setpoint of a sagging joint must stay inside)."""
+        lo, hi = self._recovery
+        lo = np.maximum(lo, np.minimum(self.q_lo, np.minimum(q, q_set)))
+        hi = np.minimum(hi, np.maximum(self.q_hi, np.maximum(q, q_set)))
+        if (lo >= self.q_lo).all() and (hi <= self.q_hi).all():
+            self._recovery = None
+            self.follower.set_velocity_limit(self.v_max)
+            return "back within the joint limits: full speed allowed again"
+        self._recovery = (lo, hi)
+        return ""
+
+    def limits(self):
+        """(lo, hi, velocity) the plans must keep now: the robot file's, or during the way back
+        into the limits the widened position limits and the reduced speed."""
+        rec = self._recovery
+        if rec is None:
+            return self.q_lo, self.q_hi, self.v_max
+        return rec[0], rec[1], self.RECOVERY_SPEED * self.v_max
 
     def deactivate(self) -> None:
         with self._lock:
@@ -203,13 +253,20 @@ class ControlLoop:
             self._plan, self._stream, self._hold = plan, None, None
 
     def submit_command(self, now: float, q=None, tau=None) -> None:
-        """A streamed command (position and/or effort at the arm) valid for ``command_timeout``."""
+        """A streamed command (position and/or effort at the arm) valid for ``command_timeout``.
+        The setpoint moves toward the commanded position within the velocity and acceleration
+        limits (:class:`~delta_hardware.stream_follower.StreamFollower`), never jumps to it."""
         with self._lock:
             self._require_running()
             base = self._last_sp or Setpoint.hold(self.drives.read().position)
-            sp = Setpoint.hold(q) if q is not None else Setpoint.hold(base.q)
+            if self._stream is None:
+                self.follower.reset(base.q, base.qd, base.qdd)
+            target = np.asarray(q, dtype=float) if q is not None else (
+                self._stream[1] if self._stream is not None else base.q.copy())
+            if self._recovery is not None:
+                target = np.clip(target, self._recovery[0], self._recovery[1])
             extra = np.zeros(3) if tau is None else np.asarray(tau, dtype=float)
-            self._stream = (now, sp, extra)
+            self._stream = (now, target, extra)
             self._plan, self._hold = None, None
             self._watchdog_fired = False
 
@@ -257,7 +314,8 @@ class ControlLoop:
         self.drives.quick_stop(reason)
 
     def reset(self) -> None:
-        """Clear an emergency stop or fault; the robot then holds where it is."""
+        """Clear an emergency stop or fault; the robot then holds where it is (a joint outside
+        its limits may then only move slowly back toward them)."""
         self.drives.reset()
         self.activate()
 
@@ -300,6 +358,10 @@ class ControlLoop:
             events.append(f"fault: {reason}")
             self.drives.quick_stop(reason)
         if not self._estop and fb.state is DriveState.ENABLED:
+            if self._recovery is not None:
+                back = self._update_recovery(q, self._last_sp.q if self._last_sp is not None else q)
+                if back:
+                    events.append(back)
             bad = self._check_limits(q, qd)
             # a gap only counts when the previous cycle was controlling (not across a stop,
             # a reset or an activation, which may block on the drives for a while)
@@ -319,8 +381,16 @@ class ControlLoop:
             sp, extra = self._setpoint(now, q, events)
             preview = self._plan.sample(now + self.period) if self._plan is not None else sp
             self._last_sp = sp
-        ff = self._feedforward(now, sp) + extra
+        ff = self._feedforward(now, sp, events) + extra
+        self._preview_time = now + self.period
         tau = self.kp * (sp.q - q) + self.kd * (sp.qd - qd) + ff
+        if not np.isfinite(tau).all():           # a broken model or robot file: never written
+            bad = (f"non-finite torque {np.round(tau, 4).tolist()} (feedforward "
+                   f"{np.round(ff, 4).tolist()}) from the {self.cfg.feedforward} feedforward; check the robot file")
+            events.append(f"quick stop: {bad}")
+            self.emergency_stop(bad)
+            self._was_controlling = False
+            return CycleOutput(now, fb.position, fb.velocity, fb.torque, None, None, (0.0,) * 3, (0.0,) * 3, events)
         clipped = np.clip(tau, -self.tau_max, self.tau_max)
         for i in np.nonzero(clipped != tau)[0]:
             self.stats.limit_hits[i] += 1
@@ -344,7 +414,7 @@ class ControlLoop:
     def _setpoint(self, now, q, events):
         extra = np.zeros(3)
         if self._stream is not None:
-            t_cmd, sp, extra = self._stream
+            t_cmd, target, extra = self._stream
             if now - t_cmd > self.cfg.command_timeout:
                 if not self._watchdog_fired:
                     events.append(f"watchdog: no command for {now - t_cmd:.3f} s "
@@ -353,7 +423,7 @@ class ControlLoop:
                 self._stream = None
                 self._hold = Setpoint.hold(q)
                 return self._hold, np.zeros(3)
-            return sp, extra
+            return Setpoint(*self.follower.step(target)), extra
         if self._plan is not None:
             sp = self._plan.sample(now)
             if self._plan.done(now):
@@ -365,13 +435,32 @@ class ControlLoop:
             self._hold = Setpoint.hold(q)
         return self._hold, extra
 
-    def _feedforward(self, now, sp) -> np.ndarray:
+    #: s of loop time without a fresh topic feedforward before it counts as silent (an event)
+    FEEDFORWARD_SILENT_AFTER = 1.0
+
+    def _feedforward(self, now, sp, events) -> np.ndarray:
         mode = self.cfg.feedforward
         if mode == "none":
             return np.zeros(3)
-        if mode == "topic" and self._ff is not None and abs(self._ff[0] - now) <= self.cfg.feedforward_timeout:
-            self.stats.ff_topic += 1
-            return self._ff[1]
+        if mode == "topic":
+            # only the answer to the setpoint previewed for this cycle (an older answer is
+            # for another setpoint), and only if this cycle is not late
+            ff = self._ff
+            if (ff is not None and self._preview_time is not None and abs(ff[0] - self._preview_time) < 1e-6
+                    and abs(ff[0] - now) <= self.cfg.feedforward_timeout):
+                self.stats.ff_topic += 1
+                self._ff_fresh_at = now
+                if self.ff_silent:
+                    self.ff_silent = False
+                    events.append("feedforward topic back: using /delta/feedforward again")
+                return self._ff[1]
+            if self._ff_fresh_at is None:
+                self._ff_fresh_at = now
+            if not self.ff_silent and now - self._ff_fresh_at > self.FEEDFORWARD_SILENT_AFTER:
+                self.ff_silent = True
+                events.append(f"feedforward topic silent for {now - self._ff_fresh_at:.1f} s "
+                              f"(feedforward_timeout {self.cfg.feedforward_timeout:g} s): using the "
+                              f"in-process model instead")
         self.stats.ff_model += 1
         return self.model_feedforward(sp)
 
@@ -384,74 +473,41 @@ class ControlLoop:
 
     def _check_limits(self, q, qd) -> str:
         m = self.cfg.position_margin
+        lo, hi, v_max = self.limits()
         for i in range(3):
             name = self.model.joint_names[i]
-            if q[i] < self.q_lo[i] - m or q[i] > self.q_hi[i] + m:
-                return f"{name} at {q[i]:.4f} rad is outside its limits [{self.q_lo[i]:g}, {self.q_hi[i]:g}]"
-            if abs(qd[i]) > self.cfg.velocity_margin * self.v_max[i]:
-                return f"{name} moves at {qd[i]:.3f} rad/s, above {self.cfg.velocity_margin:g} x its limit {self.v_max[i]:g}"
+            if q[i] < lo[i] - m or q[i] > hi[i] + m:
+                return f"{name} at {q[i]:.4f} rad is outside its limits [{lo[i]:g}, {hi[i]:g}]"
+            if abs(qd[i]) > self.cfg.velocity_margin * v_max[i]:
+                return f"{name} moves at {qd[i]:.3f} rad/s, above {self.cfg.velocity_margin:g} x its limit {v_max[i]:g}"
         return ""
 
 
-def realtime_friendly(switch_interval: float = 5e-4) -> None:
-    """Make GIL hand-overs between the loop thread and the ROS threads quick (default 5 ms)."""
-    import sys
-    if sys.getswitchinterval() > switch_interval:
-        sys.setswitchinterval(switch_interval)
+def gain_limits(model, rate: float, samples: int = 50):
+    """(kp_max, kd_max), per joint, for the PD law at ``rate`` Hz on ``model``.
 
+    The discrete PD loop of one joint with inertia I, period T and up to one period of
+    delay (a CANopen target applies at the next SYNC) is stable for kd T / I < 1 (pure
+    damping: v_(k+1) = v_k - (kd T / I) v_(k-1)) and rings for a natural frequency near the
+    sampling rate. With a factor of 2 and 10 of margin:
 
-class LoopThread:
-    """Runs ``loop.cycle`` at the loop's rate in its own thread and hands each output to
-    ``on_cycle``. Sleeps to each absolute deadline of the ``steady`` clock so the period
-    does not drift and a step of the wall clock cannot freeze the loop; a cycle more than a
-    period late is counted as an overrun and the schedule re-anchored.
+        kd <= 0.5 I_min / T,   kp <= 0.1 I_min / T^2
 
-    It never spin-waits: a spinning Python thread keeps the GIL, and the other threads
-    (ROS callbacks) would get it back only every ``sys.getswitchinterval()``. Processes
-    that run the loop also lower that interval to 0.5 ms (:func:`realtime_friendly`)."""
+    where I_min is the smallest diagonal entry of the joint-space mass matrix
+    J^-T M(X) J^-1 over ``samples`` poses of the workspace (the joint's own inertia seen
+    through the mechanism; at least the arm's inertia about its axis).
 
-    def __init__(self, loop: ControlLoop, on_cycle, clock=time.monotonic, steady=time.monotonic):
-        self.loop = loop
-        self.on_cycle = on_cycle
-        self.clock = clock                # stamps each cycle (the node passes ROS/wall time)
-        self.steady = steady              # schedules the cycles and measures the time between them
-        self._stop = threading.Event()
-        self._thread = None
-        self.error: BaseException | None = None
-
-    def start(self):
-        realtime_friendly()
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="delta_control_loop", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 2.0):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def _run(self):
-        period = self.loop.period
-        next_t = last = self.steady()
-        try:
-            while not self._stop.is_set():
-                t = self.steady()
-                out = self.loop.cycle(self.clock(), elapsed=t - last)
-                last = t
-                self.on_cycle(out)
-                next_t += period
-                now = self.steady()
-                if now > next_t + period:
-                    self.loop.stats.overruns += 1
-                    next_t = now
-                    continue
-                slack = next_t - now
-                if slack > 0:
-                    self._stop.wait(slack)
-        except BaseException as e:          # surfaced by the node as an error state
-            self.error = e
+    >>> from delta_dynamics.model import DeltaModel
+    >>> kp, kd = gain_limits(DeltaModel.from_robot("nt_robot"), 500.0)
+    >>> bool(kd[0] > 30.0 and kp[0] > 600.0 and kd[0] < 5000.0)
+    True
+    """
+    from delta_dynamics.dynamics import mass_matrix
+    from delta_dynamics.kinematics import jacobian, sample_workspace
+    X = sample_workspace(model, samples, seed=0)
+    J = jacobian(model, X)
+    Ji = np.linalg.inv(J)
+    Mq = np.einsum("nji,njk,nkl->nil", Ji, mass_matrix(model, X), Ji)
+    inertia = np.full(3, np.diagonal(Mq, axis1=1, axis2=2).min())      # the chains are alike
+    T = 1.0 / rate
+    return 0.1 * inertia / T ** 2, 0.5 * inertia / T

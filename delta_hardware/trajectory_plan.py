@@ -108,12 +108,14 @@ def _hermite3(T, p0, v0, p1, v1):
 
 
 def _coefficients(times, q, qd, qdd):
-    """Hermite segment coefficients: quintic with accelerations, cubic without."""
-    K = len(times)
+    """Hermite segment coefficients (K-1, 6, 3): quintic with accelerations, cubic without
+    (all segments at once: time linear in the points)."""
+    T = np.diff(times)[:, None]
     if qdd is not None:
-        return np.stack([_hermite5(times[k + 1] - times[k], q[k], qd[k], qdd[k], q[k + 1], qd[k + 1], qdd[k + 1])
-                         for k in range(K - 1)])
-    return np.stack([_hermite3(times[k + 1] - times[k], q[k], qd[k], q[k + 1], qd[k + 1]) for k in range(K - 1)])
+        c = _hermite5(T, q[:-1], qd[:-1], qdd[:-1], q[1:], qd[1:], qdd[1:])
+    else:
+        c = _hermite3(T, q[:-1], qd[:-1], q[1:], qd[1:])
+    return np.moveaxis(c, 0, 1)
 
 
 def _from_scipy(cs):
@@ -125,7 +127,7 @@ def _from_scipy(cs):
 
 
 def build_plan(model, now: float, current: Setpoint, start_time: float, times, positions,
-               velocities=None, accelerations=None, check: bool = True) -> JointPlan:
+               velocities=None, accelerations=None, check: bool = True, limits=None) -> JointPlan:
     """A validated plan from joint-space points (times relative to ``start_time``).
 
     ``times`` must increase strictly and be > 0 (the current setpoint is the knot at 0).
@@ -180,23 +182,37 @@ def build_plan(model, now: float, current: Setpoint, start_time: float, times, p
         coeffs = _from_scipy(cs)
     plan = JointPlan(start_time, t_all, coeffs)
     if check:
-        validate_plan(model, plan)
+        validate_plan(model, plan, limits=limits)
     return plan
 
 
-def validate_plan(model, plan: JointPlan, step: float = 2e-3) -> None:
-    """Reject a plan that leaves the robot file's limits anywhere along its path."""
+def validate_plan(model, plan: JointPlan, step: float = 2e-3, limits=None, chunk: int = 20000) -> None:
+    """Reject a plan that leaves the limits anywhere along its path (sampled every ``step``
+    s and at every knot, ``chunk`` samples at a time: memory stays bounded however long the
+    plan is). ``limits`` (lo, hi, velocity) overrides the robot file's position and velocity
+    limits (e.g. the slow way back into the limits after a joint left them)."""
     lim = model.robot.limits
     n = max(int(math.ceil((plan.end_time - plan.start_time) / step)), 1)
-    ts = np.linspace(plan.start_time, plan.end_time, n + 1)
-    # also every knot exactly
-    ts = np.unique(np.concatenate((ts, plan.start_time + plan.times)))
-    q, qd, qdd = plan.sample_many(ts)
+    knots = plan.start_time + plan.times
     names = model.joint_names
-    lo = np.array([p[0] for p in lim.position])
-    hi = np.array([p[1] for p in lim.position])
-    for what, val, bound in (("velocity", qd, np.array(lim.velocity)),
-                             ("acceleration", qdd, np.array(lim.acceleration))):
+    if limits is None:
+        lo = np.array([p[0] for p in lim.position])
+        hi = np.array([p[1] for p in lim.position])
+        v_max = np.array(lim.velocity)
+    else:
+        lo, hi, v_max = (np.asarray(a, dtype=float) for a in limits)
+    a_max = np.array(lim.acceleration)
+    tl = np.array(lim.torque)
+    for first in range(0, n + 1, chunk):
+        ts = plan.start_time + (plan.end_time - plan.start_time) * np.arange(first, min(first + chunk, n + 1)) / n
+        k0, k1 = np.searchsorted(knots, ts[0], side="left"), np.searchsorted(knots, ts[-1], side="right")
+        ts = np.unique(np.concatenate((ts, knots[k0:k1])))           # every knot exactly too
+        _check_samples(model, plan, ts, names, lo, hi, v_max, a_max, tl)
+
+
+def _check_samples(model, plan, ts, names, lo, hi, v_max, a_max, tl):
+    q, qd, qdd = plan.sample_many(ts)
+    for what, val, bound in (("velocity", qd, v_max), ("acceleration", qdd, a_max)):
         over = np.abs(val) > bound * (1 + 1e-9)
         if over.any():
             k, i = np.argwhere(over)[0]
@@ -217,8 +233,7 @@ def validate_plan(model, plan: JointPlan, step: float = 2e-3) -> None:
         tau = inverse_dynamics(model, X, Xd, Xdd)
     except UnreachableError as e:
         raise TrajectoryRejected(f"unreachable (singular) at t = {ts[e.index] - plan.start_time:.3f} s: {e}") from None
-    tl = np.array(lim.torque)
-    over = np.abs(tau) > tl
+    over = ~(np.abs(tau) <= tl)                                       # NaN counts as over
     if over.any():
         k, i = np.argwhere(over)[0]
         raise TrajectoryRejected(f"too fast: {names[i]} needs {tau[k, i]:.4g} N m, more than its torque "

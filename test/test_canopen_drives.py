@@ -15,7 +15,8 @@ from delta_hardware.canopen import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.backend import CanopenDriveSet
 from delta_hardware.canopen.cia402 import State
-from delta_hardware.control_loop import ControlLoop, LoopConfig, LoopThread
+from delta_hardware.control_loop import ControlLoop, LoopConfig
+from delta_hardware.loop_thread import LoopThread
 from delta_hardware.drives import DriveError, DriveState, Mode
 from delta_hardware.drives.simulated import SimulatedDriveSet
 from delta_hardware.trajectory_plan import Setpoint, build_plan

@@ -167,14 +167,47 @@ def test_drive_fault_quick_stops_and_names_the_axis(rig):
 
 
 def test_limits_trip_a_quick_stop():
+    """A joint driven past its limits while running (here by a streamed effort) quick-stops."""
     model = DeltaModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot")
-    drives.set_joint_positions([model.q_hi[0] + 0.2, 0.5, 0.5])
-    loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT))
+    loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, command_timeout=5.0, kp=(0, 0, 0), kd=(0, 0, 0),
+                                                 feedforward="none"))
     loop.activate()
-    out = loop.cycle(0.0)
-    assert any("arm_1_joint at" in e and "outside its limits" in e for e in out.events)
+    t, events = 0.0, []
+    for _ in range(500):
+        if not loop.stopped_reason:
+            loop.submit_command(t, tau=[120.0, 0.0, 0.0])
+        events += loop.cycle(t).events
+        t += DT
+    assert any("arm_1_joint" in e and ("outside its limits" in e or "moves at" in e) for e in events), events
     assert drives.state is DriveState.QUICK_STOP
+
+
+def test_outside_the_limits_only_a_slow_way_back_is_accepted():
+    """Started (or reset) with a joint outside its limits: no quick stop, a notice; a plan
+    further out or too fast is rejected; a slow plan back is executed, then full speed again."""
+    model = DeltaModel.from_robot("nt_robot")
+    drives = SimulatedDriveSet("nt_robot")
+    q0 = np.array([model.q_hi[0] + 0.08, 0.5, 0.5])
+    drives.set_joint_positions(q0)
+    loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, feedforward="model"))
+    loop.activate()
+    assert any("only slow motion" in n and "arm_1_joint" in n for n in loop.notices)
+    t, outs = run(loop, 0.0, 0.2)
+    assert not loop.stopped_reason
+    sp = loop.current_setpoint()
+    with pytest.raises(TrajectoryRejected, match="leaves its limits"):
+        build_plan(model, t, sp, t, [2.0], [sp.q + [0.05, 0, 0]], limits=loop.limits())
+    with pytest.raises(TrajectoryRejected, match="too fast"):
+        build_plan(model, t, sp, t, [0.1], [sp.q - [0.2, 0, 0]], limits=loop.limits())
+    plan = build_plan(model, t, sp, t, [1.0], [[model.q_hi[0] - 0.05, 0.5, 0.5]], limits=loop.limits())
+    loop.submit_plan(plan)
+    t, outs = run(loop, t, 1.5)
+    assert not loop.stopped_reason
+    assert any("back within the joint limits" in e for o in outs for e in o.events)
+    lo, hi, v = loop.limits()
+    np.testing.assert_array_equal(hi, model.q_hi)
+    np.testing.assert_array_equal(v, model.robot.limits.velocity)
 
 
 def test_position_mode_drives_follow_too():
@@ -228,7 +261,7 @@ def test_the_loop_thread_keeps_its_rate_across_a_backwards_step_of_the_stamp_clo
     import threading
     import time
 
-    from delta_hardware.control_loop import LoopThread
+    from delta_hardware.loop_thread import LoopThread
     model = DeltaModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot", seed=1)
     loop = ControlLoop(model, drives, LoopConfig(rate=200.0, feedforward="none"))
@@ -296,3 +329,102 @@ def test_a_late_cycle_holds_the_previous_torque_and_never_runs_away(gap):
     assert not loop.stopped_reason, events
     assert peak <= v_max, f"{peak:.2f} rad/s after {gap * 1e3:.0f} ms pauses (limit {v_max})"
     assert any(e.startswith("control cycle late") for e in events)
+
+
+def test_streamed_commands_are_followed_within_the_velocity_limits():
+    """Steps of 0.09 rad every 5 ms ask for 18 rad/s (the limit is 8): the setpoint follows
+    them at the limits, the robot never trips the overspeed guard."""
+    model = DeltaModel.from_robot("nt_robot")
+    drives = SimulatedDriveSet("nt_robot", seed=1)
+    loop = ControlLoop(model, drives, LoopConfig(rate=1000.0, feedforward="model", command_timeout=0.5))
+    loop.activate()
+    t, target = 0.0, np.array(loop.current_setpoint().q)
+    peak_sp, peak_q, events = 0.0, 0.0, []
+    for k in range(600):
+        if k % 5 == 0 and k < 300:
+            target = target + [0.09, -0.03, 0.0]
+            target = np.clip(target, model.q_lo, model.q_hi)
+            loop.submit_command(t, q=target)
+        out = loop.cycle(t, elapsed=0.001)
+        t += 0.001
+        events += out.events
+        if out.setpoint is not None:
+            peak_sp = max(peak_sp, float(np.abs(out.setpoint.qd).max()))
+        peak_q = max(peak_q, float(np.abs(out.velocity).max()))
+    v_max = min(model.robot.limits.velocity)
+    assert not loop.stopped_reason, events
+    assert peak_sp <= v_max + 1e-9
+    assert peak_q <= 1.1 * v_max
+    np.testing.assert_allclose(loop.current_setpoint().q, target, atol=1e-6)
+
+
+def test_non_finite_feedforward_is_never_written_and_quick_stops(rig):
+    """A model that answers NaN (a broken robot file) must not reach the drives."""
+    model, drives, loop = rig
+    run(loop, 0.0, 0.05)
+    written = []
+    real_write = drives.write
+    drives.write = lambda **kw: (written.append(kw), real_write(**kw))
+    loop.reconfigure(function=lambda sp: np.array([np.nan, 0.0, 0.0]))
+    out = loop.cycle(0.1)
+    assert any("non-finite torque" in e for e in out.events)
+    assert loop.stopped_reason.startswith("non-finite torque")
+    assert written == []
+    assert drives.state is DriveState.QUICK_STOP
+
+
+def test_an_exception_in_the_loop_thread_quick_stops_and_is_reported():
+    """The loop thread dies on an exception: its error handler runs (the node quick-stops and
+    takes the lifecycle through error processing), nothing is swallowed."""
+    import threading
+
+    from delta_hardware.loop_thread import SimTimeLoopThread
+    model = DeltaModel.from_robot("nt_robot")
+    drives = SimulatedDriveSet("nt_robot")
+    loop = ControlLoop(model, drives, LoopConfig(rate=500.0, feedforward="model"))
+    loop.activate()
+    calls = {"n": 0}
+
+    def broken(sp):
+        calls["n"] += 1
+        if calls["n"] > 20:
+            raise RuntimeError("model exploded")
+        return np.zeros(3)
+    loop.reconfigure(function=broken)
+    done = threading.Event()
+    seen = []
+    thread = SimTimeLoopThread(loop, lambda out: None, real_time_factor=0)
+    thread.on_error = lambda e: (seen.append(e), loop.emergency_stop(f"control loop error: {e}"), done.set())
+    thread.start()
+    assert done.wait(10)
+    thread.stop()
+    assert isinstance(seen[0], RuntimeError) and "model exploded" in str(seen[0])
+    assert thread.error is seen[0]
+    assert drives.state is DriveState.QUICK_STOP
+
+
+def test_simulated_time_advances_exactly_one_period_per_cycle_and_pauses_on_request():
+    from delta_hardware.loop_thread import SimTimeLoopThread
+    model = DeltaModel.from_robot("nt_robot")
+    drives = SimulatedDriveSet("nt_robot")
+    loop = ControlLoop(model, drives, LoopConfig(rate=500.0, feedforward="model"))
+    loop.activate()
+    stamps, paused_at = [], []
+    thread = SimTimeLoopThread(loop, lambda out: stamps.append(out.time), real_time_factor=0, paused=True)
+    thread.on_pause = paused_at.append
+    thread.pause_at = 0.5
+    thread.start()
+    import time as _time
+    _time.sleep(0.2)
+    assert stamps == [] and thread.paused                  # started paused: no cycle, no time
+    thread.resume()
+    deadline = _time.monotonic() + 30
+    while not paused_at and _time.monotonic() < deadline:
+        _time.sleep(0.01)
+    n = len(stamps)
+    _time.sleep(0.1)
+    assert len(stamps) == n                                 # paused at pause_at
+    thread.stop()
+    assert paused_at == [pytest.approx(0.5)]
+    np.testing.assert_allclose(np.diff(stamps), 0.002, atol=1e-12)
+    assert stamps[-1] == pytest.approx(0.5)
