@@ -23,6 +23,9 @@ from rcl_interfaces.srv import SetParameters
 #: answers with a quick stop (default ``max_stall`` 0.25 s). The guard itself is tested in
 #: test_control_loop.py with a controlled clock.
 TOLERATE_PAUSES = ("-p", "max_stall:=1.0")
+#: Parameters for simulated-robot processes: simulated time, so that a busy or paused test
+#: machine slows the simulation instead of changing what the robot does.
+SIM_TIME = ("-p", "use_sim_time:=true")
 
 
 class NodeProcess:
@@ -162,12 +165,14 @@ class HardwareProbe:
         n.create_subscription(JointState, joint_states, self._on_js, 50)
         n.create_subscription(String, f"/{node}/events", lambda m: self.events.append(m.data), 50)
         n.create_subscription(DiagnosticArray, "/diagnostics",
-                              lambda m: self.diag.extend(s for s in m.status if s.hardware_id == hardware_id), 10)
+                              lambda m: self.diag.extend(s for s in m.status if s.hardware_id == hardware_id
+                                                         and s.name.startswith(node)), 10)
         self.traj = n.create_publisher(JointTrajectory, f"/{node}/joint_trajectory", 10)
         self.cart = n.create_publisher(MultiDOFJointTrajectory, f"/{node}/cartesian_trajectory", 10)
         self.cmd = n.create_publisher(JointState, "/delta/joint_commands", 10)
         self.estop = n.create_client(Trigger, f"/{node}/emergency_stop")
         self.reset = n.create_client(Trigger, f"/{node}/reset")
+        self.status = n.create_client(Trigger, f"/{node}/status")
         self.get_state = n.create_client(GetState, f"/{node}/get_state")
 
     def _on_js(self, m):
@@ -183,7 +188,20 @@ class HardwareProbe:
         ok = self.c.spin_until(lambda: self.js is not None and self.traj.get_subscription_count() > 0, timeout)
         assert ok, "hardware node did not come up"
 
-    def event_after(self, n0: int, text: str, timeout: float = 5.0) -> str:
+    @property
+    def sim_time(self) -> float:
+        """The stamp of the newest joint state (simulated time when the node owns it)."""
+        s = self.js.header.stamp
+        return s.sec + 1e-9 * s.nanosec
+
+    def wait_sim(self, seconds: float, timeout: float = 60.0):
+        """Spin until the robot's time (its joint-state stamps) has advanced ``seconds``."""
+        self.c.spin_until(lambda: self.js is not None, timeout)
+        t0 = self.sim_time
+        ok = self.c.spin_until(lambda: self.sim_time >= t0 + seconds, timeout)
+        assert ok, f"the robot's time did not advance {seconds} s within {timeout} s"
+
+    def event_after(self, n0: int, text: str, timeout: float = 30.0) -> str:
         ok = self.c.spin_until(lambda: any(text in e for e in self.events[n0:]), timeout)
         assert ok, f"no event containing {text!r}; got {self.events[n0:]}"
         return next(e for e in self.events[n0:] if text in e)

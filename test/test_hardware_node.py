@@ -15,7 +15,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectory
 
 from delta_dynamics.kinematics import forward_kinematics
 from delta_dynamics.model import DeltaModel
-from ros_helpers import ARMS, TOLERATE_PAUSES, HardwareProbe, NodeProcess, RosClient
+from ros_helpers import ARMS, SIM_TIME, HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
 MODEL = DeltaModel.from_robot("nt_robot")
@@ -28,7 +28,7 @@ def _dur(t):
 @pytest.fixture(scope="module")
 def stack():
     node = NodeProcess("delta_hardware.ros.hardware_node", "-p", "feedforward:=model",
-                       "-p", "command_timeout:=0.6", *TOLERATE_PAUSES)
+                       "-p", "command_timeout:=0.6", *SIM_TIME)
     client = RosClient("hw_test")
     robot = HardwareProbe(client)
     try:
@@ -48,8 +48,8 @@ def test_joint_trajectory_reaches_its_goal(stack):
     names = list(goal)
     n0 = robot.send(names, [(0.5, [0.25, 0.1, 0.05]), (1.0, [goal[n] for n in names])])
     assert "accepted" in robot.event_after(n0, "joint trajectory")
-    robot.event_after(n0, "trajectory finished", timeout=5)
-    robot.c.spin_for(0.3)
+    robot.event_after(n0, "trajectory finished")
+    robot.wait_sim(0.3)
     np.testing.assert_allclose(robot.q, [0.20, 0.30, 0.10], atol=2e-3)
 
 
@@ -57,8 +57,8 @@ def test_platform_joints_and_cartesian_trajectories_reach_their_goals(stack):
     _, robot = stack
     goal = [0.06, -0.03, -0.70]
     n0 = robot.send(["platform_z", "platform_x", "platform_y"], [(1.0, [goal[2], goal[0], goal[1]])])
-    robot.event_after(n0, "trajectory finished", timeout=5)
-    robot.c.spin_for(0.3)
+    robot.event_after(n0, "trajectory finished")
+    robot.wait_sim(0.3)
     np.testing.assert_allclose(forward_kinematics(MODEL, robot.q), goal, atol=1e-3)
 
     goal = [-0.08, 0.05, -0.78]
@@ -69,8 +69,8 @@ def test_platform_joints_and_cartesian_trajectories_reach_their_goals(stack):
     n0 = len(robot.events)
     robot.cart.publish(msg)
     assert "accepted" in robot.event_after(n0, "cartesian trajectory")
-    robot.event_after(n0, "trajectory finished", timeout=5)
-    robot.c.spin_for(0.3)
+    robot.event_after(n0, "trajectory finished")
+    robot.wait_sim(0.3)
     np.testing.assert_allclose(forward_kinematics(MODEL, robot.q), goal, atol=1e-3)
 
 
@@ -84,18 +84,18 @@ def test_platform_joints_and_cartesian_trajectories_reach_their_goals(stack):
 ])
 def test_bad_trajectories_are_rejected_and_the_robot_holds_still(stack, names, points, reason):
     _, robot = stack
-    robot.c.spin_for(0.2)
+    robot.wait_sim(0.2)
     q0 = robot.q.copy()
     n0 = robot.send(names, points)
     event = robot.event_after(n0, "rejected")
     assert reason in event, event
-    robot.c.spin_for(0.5)
+    robot.wait_sim(0.5)
     assert np.abs(robot.q - q0).max() < 1e-4
 
 
 def test_streamed_commands_then_the_watchdog_holds(stack):
     _, robot = stack
-    robot.c.spin_for(0.2)
+    robot.wait_sim(0.2)
     q0 = robot.q.copy()
     n0 = len(robot.events)
     k = [0]
@@ -107,43 +107,44 @@ def test_streamed_commands_then_the_watchdog_holds(stack):
 
     robot.c.spin_until(lambda: False, timeout=1.0, every=stream, period=0.01)
     assert not any("watchdog" in e for e in robot.events[n0:])
+    robot.wait_sim(0.1)
     moved = robot.q - q0
     assert moved.min() > 0.02
-    event = robot.event_after(n0, "watchdog", timeout=2.0)
+    event = robot.event_after(n0, "watchdog")
     assert "holding position" in event
-    robot.c.spin_for(0.2)
+    robot.wait_sim(0.2)
     q1 = robot.q.copy()
-    robot.c.spin_for(0.5)
+    robot.wait_sim(0.5)
     assert np.abs(robot.q - q1).max() < 2e-4
     # a command that jumps is refused
     n0 = len(robot.events)
     robot.cmd.publish(JointState(name=ARMS, position=(q1 + 0.5).tolist()))
-    assert "too fast" in robot.event_after(n0, "joint command rejected")
+    assert "too far" in robot.event_after(n0, "joint command rejected")
 
 
 def test_emergency_stop_and_reset(stack):
     _, robot = stack
     n0 = robot.send(ARMS, [(1.5, [0.5, 0.5, 0.5])])
     robot.event_after(n0, "accepted")
-    robot.c.spin_for(0.4)
+    robot.wait_sim(0.4)
     assert robot.c.call(robot.estop, Trigger.Request()).success
-    robot.c.spin_for(0.1)
+    robot.wait_sim(0.1)
     q_stop = robot.q.copy()
-    robot.c.spin_for(0.5)
+    robot.wait_sim(0.5)
     assert np.abs(robot.q - q_stop).max() < 1e-6              # brakes hold
     n0 = robot.send(ARMS, [(1.0, [0.1, 0.1, 0.1])])
     assert "stopped" in robot.event_after(n0, "rejected")
     assert robot.c.call(robot.reset, Trigger.Request()).success
     n0 = robot.send(ARMS, [(1.0, [0.1, 0.1, 0.1])])
-    robot.event_after(n0, "trajectory finished", timeout=5)
-    robot.c.spin_for(0.3)
+    robot.event_after(n0, "trajectory finished")
+    robot.wait_sim(0.3)
     np.testing.assert_allclose(robot.q, [0.1, 0.1, 0.1], atol=2e-3)
 
 
 def test_lifecycle_transitions_without_autostart():
     node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_lc",
                        "-r", "/joint_states:=/lc/joint_states",
-                       "-p", "autostart:=false", "-p", "feedforward:=none", *TOLERATE_PAUSES)
+                       "-p", "autostart:=false", "-p", "feedforward:=none", *SIM_TIME)
     client = RosClient("lc_test")
     try:
         robot = HardwareProbe(client, node="delta_hw_lc", joint_states="/lc/joint_states")
@@ -184,6 +185,136 @@ def test_a_bad_robot_file_leaves_the_node_unconfigured(tmp_path):
         assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
         assert node.wait_for_output("configure failed, staying unconfigured")
         assert "bad.yaml: joint_names is missing" in node.output()
+    finally:
+        client.close()
+        assert node.stop() == 0
+        node.close()
+
+
+def test_status_says_active_and_simulated_time(stack):
+    import json
+    _, robot = stack
+    st = json.loads(robot.c.call(robot.status, Trigger.Request()).message)
+    assert st["lifecycle"] == "active" and st["active"] and st["clock"] == "sim" and not st["stopped"]
+    assert st["period"] == pytest.approx(0.002)
+
+
+def test_a_transition_not_allowed_from_active_is_refused_and_the_node_keeps_controlling(stack):
+    """``ros2 lifecycle set /delta_hardware configure`` while active killed the node."""
+    _, robot = stack
+    change = robot.c.node.create_client(ChangeState, "/delta_hardware/change_state")
+    n0 = len(robot.events)
+    res = robot.c.call(change, ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
+    assert not res.success
+    assert "not allowed from active" in robot.event_after(n0, "lifecycle transition")
+    assert robot.c.call(robot.get_state, GetState.Request()).current_state.label == "active"
+    n0 = robot.send(ARMS, [(0.5, (robot.q + 0.02).tolist())])
+    robot.event_after(n0, "trajectory finished")
+
+
+def test_oversized_trajectories_are_refused_and_the_emergency_stop_is_served_while_one_is_checked(stack):
+    _, robot = stack
+    q0 = robot.q.copy()
+    n0 = robot.send(ARMS, [(1e5, q0.tolist())])
+    assert "longer than max_trajectory_duration 3600 s" in robot.event_after(n0, "rejected")
+    # a long but valid trajectory (30 000 points over 50 min): taken in on the intake thread
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    msg = JointTrajectory(joint_names=ARMS)
+    ts = np.arange(1, 30001) * 0.1
+    msg.points = [JointTrajectoryPoint(positions=(q0 + 0.05 * np.sin(0.2 * t)).tolist(), time_from_start=_dur(t))
+                  for t in ts]
+    n0 = len(robot.events)
+    robot.traj.publish(msg)
+    answers = []
+    fut = robot.estop.call_async(Trigger.Request())
+    fut.add_done_callback(lambda f: answers.append(("estop", len(robot.events) - n0)))
+    robot.c.spin_until(lambda: answers and any("joint trajectory" in e for e in robot.events[n0:]), 60)
+    assert answers, "no answer from the emergency stop"
+    # the stop was answered before the trajectory was (the intake runs beside the executor)
+    assert answers[0][1] == 0 or not any("joint trajectory" in e for e in robot.events[n0:n0 + answers[0][1]])
+    assert robot.c.call(robot.reset, Trigger.Request()).success
+
+
+def test_gains_the_loop_cannot_run_stably_are_refused_with_the_bound(stack):
+    _, robot = stack
+    res = robot.c.set_parameter("delta_hardware", "kd", [5000.0, 30.0, 30.0])
+    assert not res.successful and "kd[0] = 5000 is above" in res.reason and "stably" in res.reason
+    res = robot.c.set_parameter("delta_hardware", "kp", [float("nan"), 600.0, 600.0])
+    assert not res.successful and "kp must be 3 finite numbers" in res.reason
+    assert robot.c.set_parameter("delta_hardware", "kd", [35.0, 35.0, 35.0]).successful
+    assert robot.c.set_parameter("delta_hardware", "kd", [30.0, 30.0, 30.0]).successful
+
+
+def test_a_paused_host_pauses_the_simulation_and_the_trajectory_resumes_where_it_stopped(stack):
+    """SIGSTOP/SIGCONT of the node process for 2 s in the middle of a motion: simulated time
+    stops with it, no cycle is lost or doubled, no quick stop, the motion ends where it should."""
+    import signal
+    import time as _time
+
+    from rosgraph_msgs.msg import Clock
+    node, robot = stack
+    clocks = []
+    robot.c.node.create_subscription(Clock, "/clock", lambda m: clocks.append(m.clock.sec + 1e-9 * m.clock.nanosec), 10)
+    stamps = []
+    robot.c.node.create_subscription(JointState, "/joint_states",
+                                     lambda m: stamps.append(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec), 5000)
+    goal = (robot.q + [0.3, -0.2, 0.1]).tolist()
+    n0 = robot.send(ARMS, [(1.5, goal)])
+    robot.event_after(n0, "accepted")
+    robot.wait_sim(0.5)
+    node.proc.send_signal(signal.SIGSTOP)
+    _time.sleep(2.0)
+    node.proc.send_signal(signal.SIGCONT)
+    robot.event_after(n0, "trajectory finished")
+    robot.wait_sim(0.3)
+    assert not any(e.startswith(("quick stop", "control cycle late")) for e in robot.events[n0:])
+    np.testing.assert_allclose(robot.q, goal, atol=2e-3)
+    d = np.diff(np.array(stamps))
+    assert len(d) > 500 and np.abs(d - 0.002).max() < 1e-6, "a gap or a repeat in simulated time"
+    assert clocks and np.all(np.diff(clocks) > 0)
+
+
+def test_pause_and_pause_at_freeze_simulated_time(stack):
+    from std_srvs.srv import SetBool
+    _, robot = stack
+    pause = robot.c.node.create_client(SetBool, "/delta_hardware/pause")
+    assert robot.c.call(pause, SetBool.Request(data=True)).success
+    robot.c.spin_for(0.3)
+    t = robot.sim_time
+    robot.c.spin_for(0.3)
+    assert robot.sim_time == t
+    assert robot.c.set_parameter("delta_hardware", "pause_at", t + 0.2).successful
+    n0 = len(robot.events)
+    assert robot.c.call(pause, SetBool.Request(data=False)).success
+    assert f"simulation paused at t = {t + 0.2:.3f} s" in robot.event_after(n0, "simulation paused")
+    robot.c.spin_for(0.3)
+    assert robot.sim_time == pytest.approx(t + 0.2)
+    assert robot.c.call(pause, SetBool.Request(data=False)).success
+    robot.wait_sim(0.1)
+
+
+def test_an_exception_in_the_loop_stops_the_robot_and_ends_in_error_processing(tmp_path):
+    """A feedforward robot file whose geometry cannot reach the setpoint makes the model raise
+    inside the loop: quick stop, the reason on /diagnostics as ERROR, lifecycle unconfigured."""
+    from delta_core.robot_file import load_robot, save_robot
+    r = load_robot("nt_robot")
+    g, m = r.geometry, r.mass
+    fa = m.forearm.__class__(**{**m.forearm.__dict__, "inertia": m.forearm.mass * 0.45 ** 2 / 12})
+    short = save_robot(r.replace(geometry=g.__class__(**{**g.__dict__, "forearm_length": 0.45}),
+                                 mass=m.__class__(**{**m.__dict__, "forearm": fa})), tmp_path / "short.yaml")
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_err",
+                       "-r", "/joint_states:=/err/joint_states", "-p", "feedforward:=model", *SIM_TIME)
+    client = RosClient("err_test")
+    try:
+        robot = HardwareProbe(client, node="delta_hw_err", joint_states="/err/joint_states")
+        robot.wait_ready()
+        n0 = len(robot.events)
+        res = client.set_parameter("delta_hw_err", "feedforward_robot", str(short))
+        assert res.successful
+        assert "control loop error" in robot.event_after(n0, "control loop error")
+        assert client.spin_until(lambda: client.call(robot.get_state, GetState.Request())
+                                 .current_state.label == "unconfigured", 30)
+        assert client.spin_until(lambda: any(d.level in (2, b"\x02") and "control loop error" in d.message for d in robot.diag), 30)
     finally:
         client.close()
         assert node.stop() == 0

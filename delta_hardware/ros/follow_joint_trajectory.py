@@ -24,6 +24,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from delta_hardware.drives import DriveError
 from delta_hardware.ros.messages import to_sec
+from delta_hardware.ros.trajectory_intake import joint_points
 from delta_hardware.trajectory_plan import TrajectoryRejected
 
 Result = FollowJointTrajectory.Result
@@ -67,8 +68,8 @@ class FollowJointTrajectoryServer:
         goal = handle.request
         result = Result()
         try:
-            q, qd, qdd, times = node.joint_points(goal.trajectory)
-            plan = node._submit_points("action goal", to_sec(goal.trajectory.header.stamp), times, q, qd, qdd)
+            q, qd, qdd, times, start = joint_points(node.model, goal.trajectory)
+            plan = node.submit_points("action goal", start, times, q, qd, qdd)
         except (TrajectoryRejected, DriveError, ValueError) as e:
             result.error_code = Result.INVALID_JOINTS if "joint names" in str(e) else Result.INVALID_GOAL
             result.error_string = str(e)
@@ -90,7 +91,7 @@ class FollowJointTrajectoryServer:
                 return result
             handle.publish_feedback(self._feedback(names, plan))
             time.sleep(0.05)
-        if time.time() < plan.end_time - 1e-3:              # replaced by another command
+        if node.now() < plan.end_time - 1e-3:              # replaced by another command
             result.error_code = Result.INVALID_GOAL
             result.error_string = "replaced by a newer trajectory or command"
             handle.abort()
@@ -102,7 +103,7 @@ class FollowJointTrajectoryServer:
             q_now = np.array(node.loop.drives.read().position)
             bad = [(n, abs(q_now[i] - goal_q[i]), tol[n]) for i, n in enumerate(names)
                    if n in tol and abs(q_now[i] - goal_q[i]) > tol[n]]
-            if not bad or time.time() >= deadline:
+            if not bad or node.now() >= deadline:
                 break
             time.sleep(0.01)
         if bad:
@@ -117,7 +118,7 @@ class FollowJointTrajectoryServer:
     def _feedback(self, names, plan):
         fb = FollowJointTrajectory.Feedback()
         fb.joint_names = names
-        sp = plan.sample(time.time())
+        sp = plan.sample(self.node.now())
         state = self.node.loop.drives.read()
         fb.desired = JointTrajectoryPoint(positions=sp.q.tolist(), velocities=sp.qd.tolist())
         fb.actual = JointTrajectoryPoint(positions=list(state.position), velocities=list(state.velocity))

@@ -1,108 +1,121 @@
 """The hardware node: a lifecycle node that runs the control loop on the drives.
 
-A thin adapter: the control (:class:`delta_hardware.control_loop.ControlLoop`), the
-trajectory handling (:mod:`delta_hardware.trajectory_plan`) and the drives
-(:mod:`delta_hardware.drives`) are plain Python. Topics, services and parameters:
-``docs/ros_interfaces.md``.
+A thin adapter: the control (:class:`delta_hardware.control_loop.ControlLoop`), its threads
+(:mod:`delta_hardware.loop_thread`), the trajectory intake
+(:mod:`delta_hardware.ros.trajectory_intake`) and the drives (:mod:`delta_hardware.drives`)
+are plain Python. Topics, services and parameters: ``docs/ros_interfaces.md``; the
+parameters and their rules: :mod:`delta_hardware.ros.parameters`.
 
-Lifecycle: ``configure`` loads the robot file and opens the drives (a missing bus or drive
-leaves the node unconfigured with the reason logged); ``activate`` enables the drives, holds
-the current position and starts the loop thread; ``deactivate`` stops the loop and disables
-the drives; ``cleanup`` releases them. With ``autostart`` (default) the node walks itself to
-active at start-up; without, it waits for a lifecycle manager.
+Time (``docs/conventions.md``): with the simulated drives and ``use_sim_time`` the node owns
+simulated time: every control cycle advances the simulated robot by exactly one period and
+publishes ``/clock``, paced to the wall clock by ``real_time_factor``; a busy or paused host
+slows the simulation and changes no result. Real drives run on the steady clock, at
+real-time priority where the process may (``thread_priority``, ``cpu_affinity``,
+``lock_memory``); stamps are ROS time.
+
+Lifecycle: ``configure`` checks the parameters, loads the robot file and opens the drives (a
+bad value, a missing bus or drive leaves the node unconfigured with the reason logged);
+``activate`` enables the drives, holds the current position and starts the loop thread;
+``deactivate`` stops the loop and disables the drives; ``cleanup`` releases them. An
+exception in the loop thread quick-stops the drives and takes the node through error
+processing to unconfigured, with ERROR diagnostics naming it. A transition that is not
+allowed from the current state is refused (the node keeps controlling). With ``autostart``
+(default) the node walks itself to active at start-up. ``~/status``, ``~/events`` and
+``/diagnostics`` work in every state.
 """
 from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy._rclpy_pybind11 import RCLError
+from rclpy.clock import Clock, ClockType
 from rclpy.lifecycle import Node as LifecycleNode
 from rclpy.lifecycle import State, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory
 
 from delta_core.robot_file import RobotFileError, load_robot
 from delta_dynamics.model import DeltaModel
-from delta_hardware.control_loop import ControlLoop, LoopConfig, LoopThread
+from delta_hardware.control_loop import ControlLoop, LoopConfig, gain_limits
 from delta_hardware.drives import DriveError, make_drives
+from delta_hardware.loop_thread import LoopThread, RealtimeSettings, SimTimeLoopThread
 from delta_hardware.ros.messages import pick, to_sec, to_time
-from delta_hardware.trajectory_plan import (TrajectoryRejected, build_plan, cartesian_to_joint,
-                                            match_joint_names)
+from delta_hardware.ros.parameters import PARAMETERS, check_parameters
+from delta_hardware.ros.trajectory_intake import TrajectoryIntake
+from delta_hardware.trajectory_plan import TrajectoryRejected, build_plan, match_joint_names
 
-PARAMETERS = {
-    "robot": "nt_robot",              # the controller's robot file (preset name or path)
-    "hardware": "sim",                # sim | canopen
-    "true_robot": "",                 # sim: physics robot file if it differs from `robot`
-    "sim_payload": 0.0,               # sim: kg on the platform that the controller does not know
-    "sim_torque_noise": 0.02,         # sim: N m standard deviation of the measured effort
-    "sim_velocity_noise": 0.0,        # sim: rad/s
-    "sim_counts_per_rev": 131072,     # sim: motor encoder increments per revolution
-    "control_rate": 500.0,            # Hz
-    "kp": [600.0, 600.0, 600.0],      # N m / rad
-    "kd": [30.0, 30.0, 30.0],         # N m s / rad
-    "feedforward": "topic",           # topic | model | none (changeable at run time)
-    "feedforward_robot": "",          # robot file of the in-process feedforward model (default: robot); run time
-    "feedforward_timeout": 0.01,      # s
-    "command_timeout": 0.5,           # s
-    "max_stall": 0.25,                # s between control cycles that quick-stops the robot
-    "publish_desired_state": True,    # /delta/desired_state for the dynamics node (off when composed)
-    "max_command_step": 0.1,          # rad: a streamed position further from the setpoint is refused
-    "autostart": True,
-    "can_interface": "virtual",       # canopen: python-can interface
-    "can_channel": "vcan0",           # canopen: channel
-    "drives_config": "",              # canopen: config/drives/<name>.yaml or a path
-}
+SIM_HARDWARE = ("sim", "mock")
+#: /joint_states kept for reliable subscribers that fall behind (10 s at 500 Hz): the
+#: identification window and recorders lose no sample to a busy host
+JOINT_STATES_DEPTH = 5000
 
 
 class HardwareNode(LifecycleNode):
     def __init__(self, node_name: str = "delta_hardware", **kwargs):
         super().__init__(node_name, **kwargs)
-        for name, default in PARAMETERS.items():
-            self.declare_parameter(name, default)
+        for name, prm in PARAMETERS.items():
+            self.declare_parameter(name, prm.default, ParameterDescriptor(description=prm.meaning))
         self.loop: ControlLoop | None = None
-        self.thread: LoopThread | None = None
+        self.thread = None
         self.model = None
         self.drives = None
+        self.intake: TrajectoryIntake | None = None
+        self.owns_time = False
+        self._sim_time = 0.0
         self._entities = []
-        self._last_cycle = None
-        self._cycle_lock = threading.Lock()
-        self._diag_timer = None
         self._action_server = None
+        self._failure = ""                       # why the loop thread died (error processing)
+        self._gains_max = None
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        # always on, in every lifecycle state: events, diagnostics, status
+        self.pub_events = self.create_publisher(String, "~/events", QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.create_service(Trigger, "~/status", self._on_status)
+        # on the steady clock: diagnostics go on while simulated time is paused or stopped
+        self.create_timer(1.0, self._publish_diagnostics, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._loop_failed = self.create_guard_condition(self._after_loop_error)
 
-    RUNTIME = ("feedforward", "feedforward_robot", "kp", "kd")
+    # ------------------------------------------------------------------ parameters
+    def params(self) -> dict:
+        return {name: self.get_parameter(name).value for name in PARAMETERS}
 
     def _on_set_parameters(self, params):
         """Run-time changes of the control law; anything else needs a reconfigure."""
-        from rcl_interfaces.msg import SetParametersResult
         if self.loop is None:
             return SetParametersResult(successful=True)
         changes = {}
         try:
             for p in params:
-                if p.name not in self.RUNTIME:
+                if p.name not in PARAMETERS or not PARAMETERS[p.name].runtime:
                     if p.name in PARAMETERS and p.value != self.get_parameter(p.name).value:
                         return SetParametersResult(successful=False, reason=f"{p.name} can only change "
                                                    "while unconfigured (deactivate, cleanup, set, configure)")
                     continue
+                if p.name == "pause_at":
+                    check_parameters({**self.params(), "pause_at": p.value})
+                    if not isinstance(self.thread, SimTimeLoopThread):
+                        raise ValueError("pause_at needs the simulated robot in simulated time (use_sim_time)")
+                    self.thread.pause_at = float(p.value) or None
+                    continue
                 if p.name == "feedforward":
-                    if p.value not in ("topic", "model", "none"):
-                        raise ValueError(f"feedforward must be topic, model or none, got {p.value!r}")
+                    check_parameters({**self.params(), "feedforward": p.value})
                     changes["feedforward"] = p.value
                 elif p.name == "feedforward_robot":
                     changes["model"] = DeltaModel(load_robot(p.value or self.get_parameter("robot").value))
                 else:
-                    v = [float(x) for x in p.value]
-                    if len(v) != 3 or not all(np.isfinite(v)) or min(v) < 0:
-                        raise ValueError(f"{p.name} must be 3 numbers >= 0, got {v}")
-                    changes[p.name] = np.array(v)
+                    check_parameters({**self.params(), p.name: p.value})
+                    v = np.array([float(x) for x in p.value])
+                    self._check_gain(p.name, v)
+                    changes[p.name] = v
         except (RobotFileError, ValueError, TypeError) as e:
             return SetParametersResult(successful=False, reason=str(e))
         self.loop.reconfigure(**changes)
@@ -110,37 +123,74 @@ class HardwareNode(LifecycleNode):
             self.event(f"control law updated: {', '.join(sorted(changes))}")
         return SetParametersResult(successful=True)
 
+    def _check_gain(self, name, value):
+        """Refuse gains the loop cannot run stably (:func:`~delta_hardware.control_loop.gain_limits`)."""
+        bound = self._gains_max[0 if name == "kp" else 1]
+        over = np.nonzero(np.asarray(value) > bound)[0]
+        if len(over):
+            i = int(over[0])
+            raise ValueError(f"{name}[{i}] = {value[i]:g} is above {bound[i]:.4g}, the largest gain the "
+                             f"{self.loop.cfg.rate:g} Hz loop can run stably on this robot "
+                             f"(docs/ros_interfaces.md, gain bounds)")
+
     # ------------------------------------------------------------------ lifecycle
-    def on_configure(self, state: State) -> TransitionCallbackReturn:
-        p = {name: self.get_parameter(name).value for name in PARAMETERS}
+    def _LifecycleNodeMixin__change_state(self, transition_id: int):
+        """rclpy raises (and the executor dies) on a transition the state machine does not
+        allow from the current state, e.g. ``configure`` while active: refuse it instead."""
         try:
+            return super()._LifecycleNodeMixin__change_state(transition_id)
+        except RCLError as e:
+            state = self._state_machine.current_state[1]
+            self.event(f"lifecycle transition {transition_id} not allowed from {state} ({e}); "
+                       f"still {state}", warn=True)
+            return TransitionCallbackReturn.FAILURE
+
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        p = self.params()
+        try:
+            check_parameters(p)
+            sim = p["hardware"] in SIM_HARDWARE
+            use_sim_time = bool(self.get_parameter("use_sim_time").value)
+            if use_sim_time and not sim:
+                raise ValueError("use_sim_time needs the simulated drives (hardware sim): real drives run "
+                                 "on the steady clock")
             robot = load_robot(p["robot"])
             self.model = DeltaModel(robot)
             cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
                              command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
                              max_stall=float(p["max_stall"]),
                              feedforward_timeout=float(p["feedforward_timeout"]))
-            if p["hardware"] == "sim":
-                options = dict(true_robot=p["true_robot"] or None, payload=float(p["sim_payload"]),
+            self._gains_max = gain_limits(self.model, cfg.rate)
+            for name in ("kp", "kd"):
+                self._check_gain(name, np.array(p[name], dtype=float))
+            if sim:
+                true = load_robot(p["true_robot"]) if p["true_robot"] else robot
+                options = dict(true_robot=true, payload=float(p["sim_payload"]),
                                torque_noise=float(p["sim_torque_noise"]),
                                velocity_noise=float(p["sim_velocity_noise"]),
                                counts_per_rev=int(p["sim_counts_per_rev"]))
             else:
                 options = dict(interface=p["can_interface"], channel=p["can_channel"],
                                drives_config=p["drives_config"], rate=float(p["control_rate"]))
-            self.drives = make_drives(p["hardware"], robot, **options)
+            self.drives = make_drives("sim" if sim else p["hardware"], robot, **options)
             self.loop = ControlLoop(self.model, self.drives, cfg)
             if p["feedforward_robot"]:
                 self.loop.reconfigure(model=DeltaModel(load_robot(p["feedforward_robot"])))
         except (RobotFileError, DriveError, ValueError) as e:
             self.get_logger().error(f"configure failed, staying unconfigured: {e}")
+            self.event(f"configure failed: {e}", warn=True)
             self._close_drives()
+            self.loop = None
             return TransitionCallbackReturn.FAILURE
+        self.owns_time = sim and use_sim_time
         self.max_step = float(p["max_command_step"])
         self.publish_desired = bool(p["publish_desired_state"])
+        self._failure = ""
         self._create_entities()
+        clock = (f"simulated time (real_time_factor {p['real_time_factor']:g})" if self.owns_time
+                 else "wall-clock simulation" if sim else "steady clock")
         self.get_logger().info(f"configured: robot {robot.name} ({robot.source}), hardware {p['hardware']}, "
-                               f"{cfg.rate:g} Hz, feedforward {cfg.feedforward}")
+                               f"{cfg.rate:g} Hz, {clock}, feedforward {cfg.feedforward}")
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
@@ -149,14 +199,34 @@ class HardwareNode(LifecycleNode):
         except DriveError as e:
             self.get_logger().error(f"activate failed: {e}")
             return TransitionCallbackReturn.FAILURE
-        self.thread = LoopThread(self.loop, self._on_cycle, clock=time.time)
+        self._emit_notices()
+        p = self.params()
+        if self.owns_time:
+            first = self._sim_time == 0.0
+            self.thread = SimTimeLoopThread(self.loop, self._on_cycle, start=self._sim_time,
+                                            real_time_factor=float(p["real_time_factor"]),
+                                            paused=first and bool(p["start_paused"]))
+            self.thread.pause_at = float(p["pause_at"]) or None
+            self.thread.on_pause = lambda t: self.event(f"simulation paused at t = {t:.3f} s")
+            if self.thread.paused:
+                self.event("simulation paused at t = 0 (start_paused): resume with ~/pause false")
+        else:
+            rt = RealtimeSettings(thread_priority=int(p["thread_priority"]), cpu_affinity=int(p["cpu_affinity"]),
+                                  lock_memory=bool(p["lock_memory"]))
+            self.thread = LoopThread(self.loop, self._on_cycle, clock=time.time, realtime=rt)
+        self.thread.on_error = self._on_loop_error
         self.thread.start()
         self.get_logger().info("active: holding position")
         return super().on_activate(state)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._stop_thread()
-        self.loop.deactivate()
+        try:
+            self.loop.deactivate()
+        except DriveError as e:
+            self.get_logger().error(f"disabling the drives failed: {e}")
+        if self._failure:
+            return TransitionCallbackReturn.ERROR            # -> error processing -> on_error
         self.get_logger().info("inactive: drives disabled")
         return super().on_deactivate(state)
 
@@ -173,12 +243,17 @@ class HardwareNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state: State) -> TransitionCallbackReturn:
+        """Error processing: stop everything, release the drives; the node ends unconfigured
+        (``configure`` again once the cause is fixed)."""
         self._stop_thread()
         if self.drives is not None:
             try:
-                self.drives.quick_stop("node error")
+                self.drives.quick_stop(self._failure or "node error")
             except DriveError:
                 pass
+        self._destroy_entities()
+        self._close_drives()
+        self.get_logger().error(f"error processing done, unconfigured: {self._failure or 'node error'}")
         return TransitionCallbackReturn.SUCCESS
 
     def start(self) -> None:
@@ -199,27 +274,53 @@ class HardwareNode(LifecycleNode):
 
     def destroy_node(self):
         self.release()
+        self._destroy_entities()
         self._close_drives()
         super().destroy_node()
+
+    # ------------------------------------------------------------------ loop errors
+    def _on_loop_error(self, error: BaseException) -> None:
+        """In the dying loop thread: quick-stop first (nobody writes the drives any more), then
+        let the executor take the node through error processing."""
+        self._failure = f"control loop error: {type(error).__name__}: {error}"
+        try:
+            self.loop.emergency_stop(self._failure)
+        except Exception as e:  # noqa: BLE001 - the drives themselves may be what failed
+            self._failure += f" (quick stop failed too: {e})"
+        self._loop_failed.trigger()
+
+    def _after_loop_error(self):
+        self.event(self._failure, warn=True)
+        self.get_logger().error(self._failure)
+        if self._state_machine.current_state[1] == "active":
+            self.trigger_deactivate()                    # returns ERROR -> on_error -> unconfigured
 
     # ------------------------------------------------------------------ entities
     def _create_entities(self):
         fast = QoSProfile(depth=10)
-        self.pub_js = self.create_publisher(JointState, "/joint_states", fast)
+        # a deep history: a busy subscriber (identification, recording) catches up, loses nothing
+        self.pub_js = self.create_publisher(JointState, "/joint_states", QoSProfile(depth=JOINT_STATES_DEPTH))
         self.pub_desired = self.create_publisher(JointTrajectory, "/delta/desired_state", fast)
-        self.pub_events = self.create_publisher(String, "~/events", QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
-        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        pubs = [self.pub_js, self.pub_desired]
+        self.pub_clock = None
+        if self.owns_time:
+            self.pub_clock = self.create_publisher(ClockMsg, "/clock", QoSProfile(depth=1))
+            pubs.append(self.pub_clock)
+        p = self.params()
+        self.intake = TrajectoryIntake(lambda: self.model, self.submit_points, self._reject,
+                                       lambda: (int(p["max_trajectory_points"]), float(p["max_trajectory_duration"])))
         subs = [
-            self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_joint_trajectory, 10),
-            self.create_subscription(MultiDOFJointTrajectory, "~/cartesian_trajectory", self._on_cartesian_trajectory, 10),
+            self.create_subscription(JointTrajectory, "~/joint_trajectory",
+                                     lambda raw: self._on_trajectory("joint trajectory", raw), 10, raw=True),
+            self.create_subscription(MultiDOFJointTrajectory, "~/cartesian_trajectory",
+                                     lambda raw: self._on_trajectory("cartesian trajectory", raw), 10, raw=True),
             self.create_subscription(JointState, "/delta/joint_commands", self._on_joint_command, fast),
             self.create_subscription(JointState, "/delta/feedforward", self._on_feedforward, fast),
         ]
         srvs = [self.create_service(Trigger, "~/emergency_stop", self._on_estop),
-                self.create_service(Trigger, "~/reset", self._on_reset)]
-        self._diag_timer = self.create_timer(1.0, self._publish_diagnostics)
-        self._entities = ([(self.destroy_publisher, e) for e in
-                           (self.pub_js, self.pub_desired, self.pub_events, self.pub_diag)]
+                self.create_service(Trigger, "~/reset", self._on_reset),
+                self.create_service(SetBool, "~/pause", self._on_pause)]
+        self._entities = ([(self.destroy_publisher, e) for e in pubs]
                           + [(self.destroy_subscription, e) for e in subs]
                           + [(self.destroy_service, e) for e in srvs])
         self._create_action_server()
@@ -232,18 +333,20 @@ class HardwareNode(LifecycleNode):
         self._action_server = FollowJointTrajectoryServer(self)
 
     def _destroy_entities(self):
-        if self._diag_timer is not None:
-            self.destroy_timer(self._diag_timer)
-            self._diag_timer = None
         if self._action_server is not None:
             self._action_server.destroy()
             self._action_server = None
+        if self.intake is not None:
+            self.intake.close()
+            self.intake = None
         for destroy, entity in self._entities:
             destroy(entity)
         self._entities = []
 
     def _stop_thread(self):
         if self.thread is not None:
+            if isinstance(self.thread, SimTimeLoopThread):
+                self._sim_time = self.thread.time            # simulated time goes on from here
             self.thread.stop()
             self.thread = None
 
@@ -256,8 +359,8 @@ class HardwareNode(LifecycleNode):
 
     # ------------------------------------------------------------------ the loop's output
     def _on_cycle(self, out):
-        with self._cycle_lock:
-            self._last_cycle = out
+        if self.pub_clock is not None:
+            self.pub_clock.publish(ClockMsg(clock=to_time(out.time)))
         names = list(self.model.joint_names)
         if out.preview is not None and self.publish_desired:
             d = JointTrajectory()
@@ -277,7 +380,7 @@ class HardwareNode(LifecycleNode):
         js.effort = list(out.effort)
         self.pub_js.publish(js)
         for e in out.events:
-            self.event(e, warn=not e.startswith("trajectory finished"))
+            self.event(e, warn=not e.startswith(("trajectory finished", "back within", "feedforward topic back")))
 
     def event(self, text: str, warn: bool = False) -> None:
         if warn:     # rclpy wants one severity per call site
@@ -286,85 +389,41 @@ class HardwareNode(LifecycleNode):
             self.get_logger().info(text)
         self.pub_events.publish(String(data=text))
 
+    def _emit_notices(self):
+        while self.loop is not None and self.loop.notices:
+            self.event(self.loop.notices.pop(0), warn=True)
+
     # ------------------------------------------------------------------ commands
     def _active(self) -> bool:
         return self.thread is not None and self.thread.running
 
-    def _now(self) -> float:
+    def now(self) -> float:
+        """The node's time in seconds: simulated time when it owns it, else ROS (wall) time."""
+        if self.owns_time:
+            return self.thread.time if isinstance(self.thread, SimTimeLoopThread) else self._sim_time
         return time.time()
 
-    def _submit_points(self, source, start, times, q, qd, qdd):
-        now = self._now()
-        plan = build_plan(self.model, now, self.loop.current_setpoint(), start or now, times, q, qd, qdd)
+    def submit_points(self, source, start, times, q, qd, qdd):
+        """Build, validate and submit a plan from joint-space points (times relative to
+        ``start``, 0: now); the plan. Raises TrajectoryRejected / DriveError with the reason."""
+        if not self._active():
+            raise TrajectoryRejected("the hardware node is not active")
+        now = self.now()
+        plan = build_plan(self.model, now, self.loop.current_setpoint(), start or now, times, q, qd, qdd,
+                          limits=self.loop.limits())
         self.loop.submit_plan(plan)
-        self.event(f"{source} accepted: {len(times)} points, {plan.end_time - now:.3f} s")
+        self.event(f"{source} accepted: {len(times)} points, {plan.end_time - now:.3f} s, "
+                   f"from t = {plan.start_time:.3f} s")
         return plan
 
-    def _on_joint_trajectory(self, msg: JointTrajectory):
-        try:
-            if not self._active():
-                raise TrajectoryRejected("the hardware node is not active")
-            q, qd, qdd, times = self.joint_points(msg)
-            self._submit_points("joint trajectory", to_sec(msg.header.stamp), times, q, qd, qdd)
-        except (TrajectoryRejected, DriveError, ValueError) as e:
-            self.event(f"joint trajectory rejected: {e}", warn=True)
+    def _reject(self, source, reason):
+        self.event(f"{source} rejected: {reason}", warn=True)
 
-    def joint_points(self, msg: JointTrajectory):
-        """(q, qd, qdd, times) in joint space from a JointTrajectory (arm or platform joints)."""
-        kind, order = match_joint_names(self.model, msg.joint_names)
-        if not msg.points:
-            raise TrajectoryRejected("trajectory has no points")
-        names = msg.joint_names
-        rows = {"positions": [], "velocities": [], "accelerations": []}
-        for k, p in enumerate(msg.points):
-            for field in rows:
-                try:
-                    rows[field].append(pick(getattr(p, field), order, f"point {k}: {field}", names))
-                except ValueError as e:
-                    raise TrajectoryRejected(str(e)) from None
-        if any(r is None for r in rows["positions"]):
-            raise TrajectoryRejected("every point needs positions")
-        arrays = []
-        for field in ("velocities", "accelerations"):
-            present = [r is not None for r in rows[field]]
-            if any(present) and not all(present):
-                raise TrajectoryRejected(f"{field} must be given for every point or for none")
-            arrays.append(np.array(rows[field]) if all(present) else None)
-        qd, qdd = arrays
-        if qd is None and qdd is not None:
-            raise TrajectoryRejected("accelerations need velocities")
-        q = np.array(rows["positions"])
-        times = [to_sec(p.time_from_start) for p in msg.points]
-        if kind == "platform":
-            q, qd, qdd = cartesian_to_joint(self.model, q, qd, qdd)
-        return q, qd, qdd, times
-
-    def _on_cartesian_trajectory(self, msg: MultiDOFJointTrajectory):
-        try:
-            if not self._active():
-                raise TrajectoryRejected("the hardware node is not active")
-            if not msg.points:
-                raise TrajectoryRejected("trajectory has no points")
-            X, V, A = [], [], []
-            for k, p in enumerate(msg.points):
-                if not p.transforms:
-                    raise TrajectoryRejected(f"point {k}: no transform (platform position)")
-                t = p.transforms[0].translation
-                X.append([t.x, t.y, t.z])
-                if p.velocities:
-                    v = p.velocities[0].linear
-                    V.append([v.x, v.y, v.z])
-                if p.accelerations:
-                    a = p.accelerations[0].linear
-                    A.append([a.x, a.y, a.z])
-            for what, rows in (("velocities", V), ("accelerations", A)):
-                if rows and len(rows) != len(X):
-                    raise TrajectoryRejected(f"{what} must be given for every point or for none")
-            q, qd, qdd = cartesian_to_joint(self.model, X, V or None, A or None)
-            times = [to_sec(p.time_from_start) for p in msg.points]
-            self._submit_points("cartesian trajectory", to_sec(msg.header.stamp), times, q, qd, qdd)
-        except (TrajectoryRejected, DriveError, ValueError) as e:
-            self.event(f"cartesian trajectory rejected: {e}", warn=True)
+    def _on_trajectory(self, source, raw):
+        if not self._active():
+            self._reject(source, "the hardware node is not active")
+        elif self.intake is not None:
+            self.intake.put(source, raw)
 
     def _on_joint_command(self, msg: JointState):
         try:
@@ -381,20 +440,20 @@ class HardwareNode(LifecycleNode):
                 if v is not None and not np.isfinite(v).all():
                     raise TrajectoryRejected(f"{what} must be finite numbers, got {v}")
             if q is not None:
-                lim = self.model.robot.limits.position
+                lo, hi, _ = self.loop.limits()
                 for i, v in enumerate(q):
-                    if not lim[i][0] <= v <= lim[i][1]:
+                    if not lo[i] <= v <= hi[i]:
                         raise TrajectoryRejected(f"{self.model.joint_names[i]} position {v:.4f} rad "
-                                                 f"is outside its limits {list(lim[i])}")
+                                                 f"is outside its limits [{lo[i]:g}, {hi[i]:g}]")
                 step = np.abs(np.array(q) - self.loop.current_setpoint().q).max()
                 if step > self.max_step:
-                    raise TrajectoryRejected(f"too fast: the command is {step:.3f} rad from the setpoint "
+                    raise TrajectoryRejected(f"too far: the command is {step:.3f} rad from the setpoint "
                                              f"(max_command_step {self.max_step:g} rad)")
             if tau is not None:
                 lim = np.array(self.model.robot.limits.torque)
                 if (np.abs(tau) > lim).any():
                     raise TrajectoryRejected(f"effort {tau} exceeds the torque limits {lim.tolist()}")
-            self.loop.submit_command(self._now(), q=q, tau=tau)
+            self.loop.submit_command(self.now(), q=q, tau=tau)
         except (TrajectoryRejected, DriveError, ValueError) as e:
             self.event(f"joint command rejected: {e}", warn=True)
 
@@ -407,7 +466,7 @@ class HardwareNode(LifecycleNode):
         except (TrajectoryRejected, ValueError):
             return
         if tau is not None and kind == "joint" and np.isfinite(tau).all():
-            self.loop.set_feedforward(to_sec(msg.header.stamp), tau, received=self._now())
+            self.loop.set_feedforward(to_sec(msg.header.stamp), tau, received=self.now())
 
     def _on_estop(self, request, response):
         if self.loop is None:
@@ -416,6 +475,20 @@ class HardwareNode(LifecycleNode):
         self.loop.emergency_stop("emergency stop service")
         self.event("emergency stop: every axis quick-stopped, holding", warn=True)
         response.success, response.message = True, "stopped"
+        return response
+
+    def _on_pause(self, request, response):
+        """Pause (true) or resume (false) simulated time."""
+        if not isinstance(self.thread, SimTimeLoopThread):
+            response.success = False
+            response.message = "only the simulated robot in simulated time (use_sim_time) can pause"
+            return response
+        if request.data:
+            self.thread.pause()
+        else:
+            self.thread.resume()
+        response.success = True
+        response.message = f"{'paused' if request.data else 'running'} at t = {self.thread.time:.3f} s"
         return response
 
     def _on_reset(self, request, response):
@@ -428,28 +501,53 @@ class HardwareNode(LifecycleNode):
             response.success, response.message = False, f"reset failed: {e}"
             return response
         self.event("reset: holding position")
+        self._emit_notices()
         response.success, response.message = True, "reset"
         return response
 
-    # ------------------------------------------------------------------ diagnostics
+    # ------------------------------------------------------------------ status and diagnostics
+    def status(self) -> dict:
+        """What a user asks for first: lifecycle state, whether the robot is stopped and why,
+        the drives, the time base and the loop's counters."""
+        lifecycle = self._state_machine.current_state[1]
+        loop = self.loop
+        st = {"lifecycle": lifecycle, "active": self._active(),
+              "stopped": (loop.stopped_reason if loop is not None else "") or self._failure,
+              "drives": self.drives.state.value if self.drives is not None else "closed",
+              "time": self.now(), "clock": "sim" if self.owns_time else "wall"}
+        if loop is not None:
+            st.update({"period": loop.period, "late_cycles": loop.late.total, "feedforward": loop.cfg.feedforward,
+                       "feedforward_topic_silent": loop.ff_silent, **loop.stats.summary()})
+        if isinstance(self.thread, SimTimeLoopThread):
+            st["pacing_restarts"] = self.thread.restarts
+            st["paused"] = self.thread.paused
+        return st
+
+    def _on_status(self, request, response):
+        st = self.status()
+        response.success = not st["stopped"] and st["active"]
+        response.message = json.dumps(st)
+        return response
+
     def _publish_diagnostics(self):
-        if self.loop is None:
-            return
-        s = self.loop.stats.summary()
-        st = DiagnosticStatus(name="delta_hardware: control loop", hardware_id=self.model.robot.name)
-        reason = self.loop.stopped_reason
-        state = self.drives.state.value if self.drives is not None else "closed"
-        if reason:
-            st.level, st.message = DiagnosticStatus.ERROR, f"stopped: {reason}"
-        elif self.thread is not None and self.thread.error is not None:
-            st.level, st.message = DiagnosticStatus.ERROR, f"loop error: {self.thread.error}"
-        elif s.get("period_p99_ms", 0) > 1.2e3 * self.loop.period:
+        s = self.status()
+        robot = self.model.robot.name if self.model is not None else str(self.get_parameter("robot").value)
+        st = DiagnosticStatus(name=f"{self.get_name()}: control loop", hardware_id=robot)
+        if s["stopped"]:
+            st.level, st.message = DiagnosticStatus.ERROR, f"stopped: {s['stopped']}"
+        elif s["lifecycle"] != "active":
+            st.level, st.message = DiagnosticStatus.WARN, f"{s['lifecycle']}: not controlling"
+        elif s.get("feedforward_topic_silent"):
+            st.level, st.message = DiagnosticStatus.WARN, "feedforward topic silent: using the in-process model"
+        elif not self.owns_time and s.get("period_p99_ms", 0) > 1.2e3 * self.loop.period:
             st.level, st.message = DiagnosticStatus.WARN, "loop period p99 above 1.2 x nominal"
         else:
-            st.level, st.message = DiagnosticStatus.OK, f"drives {state}"
-        values = {"drive_state": state, "control_rate_hz": f"{self.loop.cfg.rate:g}",
+            st.level, st.message = DiagnosticStatus.OK, f"drives {s['drives']}"
+        values = {"control_rate_hz": f"{self.loop.cfg.rate:g}" if self.loop is not None else "",
                   **{k: json.dumps(v) if isinstance(v, list) else f"{v:.4g}" if isinstance(v, float) else str(v)
                      for k, v in s.items()}}
+        if isinstance(self.thread, SimTimeLoopThread):
+            values["real_time_factor_achieved"] = f"{self.thread.achieved_factor():.3f}"
         if self.drives is not None and hasattr(self.drives, "diagnostics"):
             values.update(self.drives.diagnostics())      # per axis: state, heartbeat age, late frames
         st.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
@@ -466,9 +564,9 @@ def _started() -> "HardwareNode":
 
 
 def main(args=None) -> int:
-    """Spin the node on a single-threaded executor: its callbacks are short (the loop has
-    its own thread), and rclpy's multi-threaded executor would add milliseconds of latency
-    to the 500 Hz feedforward topic."""
+    """Spin the node on a single-threaded executor: its callbacks are short (the loop and the
+    trajectory checks have threads of their own), and rclpy's multi-threaded executor would
+    add milliseconds of latency to the 500 Hz feedforward topic."""
     from delta_core.ros.node_util import run
     return run(_started, "delta_hardware", args)
 

@@ -1,0 +1,111 @@
+"""The hardware node's parameters: defaults, meanings and the rules each value must obey.
+
+One table (:data:`PARAMETERS`) feeds the node's declarations, ``docs/ros_interfaces.md`` and
+``config/delta.yaml``; :func:`check_parameters` refuses a bad value by name, with the rule,
+before anything is built from it (the node then stays unconfigured).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Param:
+    default: object
+    meaning: str
+    runtime: bool = False        # may change while active
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+PARAMETERS = {
+    "robot": Param("nt_robot", "the controller's robot file (preset name or path)"),
+    "hardware": Param("sim", "drive backend: sim (simulated drives; also accepted: mock) | canopen"),
+    "true_robot": Param("", "sim: physics robot file if it differs from `robot`"),
+    "sim_payload": Param(0.0, "sim: kg on the platform that the controller does not know"),
+    "sim_torque_noise": Param(0.02, "sim: N m standard deviation of the measured effort"),
+    "sim_velocity_noise": Param(0.0, "sim: rad/s standard deviation of the measured velocity"),
+    "sim_counts_per_rev": Param(131072, "sim: motor encoder increments per revolution"),
+    "real_time_factor": Param(1.0, "sim in simulated time (use_sim_time): simulated seconds per wall "
+                                   "second (0: as fast as the host can)"),
+    "start_paused": Param(False, "sim in simulated time: start paused at t = 0 (resume with ~/pause false)"),
+    "pause_at": Param(0.0, "sim in simulated time: pause when the simulated time reaches this (s; 0: never)",
+                      runtime=True),
+    "control_rate": Param(500.0, "Hz of the control loop"),
+    "kp": Param([600.0, 600.0, 600.0], "N m / rad (N / m on a linear robot), per joint", runtime=True),
+    "kd": Param([30.0, 30.0, 30.0], "N m s / rad (N s / m), per joint", runtime=True),
+    "feedforward": Param("topic", "topic | model | none", runtime=True),
+    "feedforward_robot": Param("", "robot file of the in-process feedforward model (default: robot)", runtime=True),
+    "feedforward_timeout": Param(0.01, "s: a topic feedforward older than this is replaced by the model's"),
+    "command_timeout": Param(0.5, "s without a streamed command before the robot holds"),
+    "max_command_step": Param(0.1, "rad: a streamed position further than this from the setpoint is refused"),
+    "max_stall": Param(0.25, "s between control cycles (steady clock) that quick-stops real drives"),
+    "max_trajectory_points": Param(100000, "points a trajectory may have"),
+    "max_trajectory_duration": Param(3600.0, "s a trajectory may last"),
+    "publish_desired_state": Param(True, "publish /delta/desired_state for the dynamics node"),
+    "thread_priority": Param(50, "SCHED_FIFO priority of the loop thread on the steady clock (0: normal)"),
+    "cpu_affinity": Param(-1, "CPU the loop thread is pinned to (-1: any)"),
+    "lock_memory": Param(False, "mlockall the process (recommended for real drives)"),
+    "autostart": Param(True, "walk the lifecycle to active at start-up"),
+    "can_interface": Param("virtual", "canopen: python-can interface"),
+    "can_channel": Param("vcan0", "canopen: channel"),
+    "drives_config": Param("", "canopen: config/drives/<name>.yaml or a path"),
+}
+
+HARDWARE = ("sim", "mock", "canopen")
+FEEDFORWARD = ("topic", "model", "none")
+MIN_RATE, MAX_RATE = 100.0, 2000.0
+
+
+def _rules(p: dict):
+    """(name, ok, rule) for every parameter of ``p`` (a dict of values)."""
+    def number(name, lo=None, hi=None, lo_open=False):
+        v = p[name]
+        if not _finite(v):
+            return name, False, "must be a finite number"
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            return name, False, f"must be {'>' if lo_open else '>='} {lo:g}"
+        if hi is not None and v > hi:
+            return name, False, f"must be <= {hi:g}"
+        return name, True, ""
+
+    def triple(name):
+        v = p[name]
+        v = list(v) if hasattr(v, "__len__") and not isinstance(v, (str, bytes)) else v     # array.array too
+        ok = isinstance(v, list) and len(v) == 3 and all(_finite(x) and x >= 0 for x in v)
+        return name, ok, "must be 3 finite numbers >= 0 (one per joint)"
+
+    yield "robot", isinstance(p["robot"], str) and bool(p["robot"].strip()), "must be a preset name or a robot file path"
+    yield "hardware", p["hardware"] in HARDWARE, f"must be one of {', '.join(HARDWARE)}"
+    yield number("sim_payload", 0.0, 1000.0)
+    yield number("sim_torque_noise", 0.0, 100.0)
+    yield number("sim_velocity_noise", 0.0, 100.0)
+    yield "sim_counts_per_rev", isinstance(p["sim_counts_per_rev"], int) and 1 <= p["sim_counts_per_rev"] <= 2 ** 40, \
+        "must be an integer 1 - 2^40"
+    yield number("real_time_factor", 0.0, 1000.0)
+    yield number("pause_at", 0.0)
+    yield number("control_rate", MIN_RATE, MAX_RATE)
+    yield triple("kp")
+    yield triple("kd")
+    yield "feedforward", p["feedforward"] in FEEDFORWARD, f"must be one of {', '.join(FEEDFORWARD)}"
+    yield number("feedforward_timeout", 0.0, 10.0, lo_open=True)
+    yield number("command_timeout", 0.0, 3600.0, lo_open=True)
+    yield number("max_command_step", 0.0, 10.0, lo_open=True)
+    yield number("max_stall", 0.0, 60.0, lo_open=True)
+    yield "max_trajectory_points", isinstance(p["max_trajectory_points"], int) and \
+        2 <= p["max_trajectory_points"] <= 10_000_000, "must be an integer 2 - 10000000"
+    yield number("max_trajectory_duration", 0.0, 7 * 86400.0, lo_open=True)
+    yield "thread_priority", isinstance(p["thread_priority"], int) and 0 <= p["thread_priority"] <= 99, \
+        "must be an integer 0-99 (0: normal scheduling)"
+    yield "cpu_affinity", isinstance(p["cpu_affinity"], int) and p["cpu_affinity"] >= -1, \
+        "must be -1 (any CPU) or a CPU index"
+
+
+def check_parameters(p: dict, node: str = "delta_hardware") -> None:
+    """Raise ValueError naming the first parameter of ``p`` whose value breaks its rule."""
+    for name, ok, rule in _rules(p):
+        if not ok:
+            raise ValueError(f"{node} parameter {name} {rule}, got {p[name]!r}")

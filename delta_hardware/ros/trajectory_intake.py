@@ -1,0 +1,183 @@
+"""Trajectory messages in, validated plans out, on a worker thread of their own.
+
+The trajectory topics are subscribed *raw* (the serialized CDR bytes): taking a message is a
+copy, and nothing is deserialized on the node's executor. A bounded queue hands the bytes to
+a worker thread that checks the size, deserializes with ``rosbags`` (pure Python: the GIL goes
+back to the control loop and the executor every few hundred microseconds, where rclpy's C
+conversion of a 100 000-point trajectory holds it for ~0.8 s), converts the points to
+arrays, builds and validates the plan (time linear in the points) and submits it. The
+emergency stop, the reset and the watchdog therefore stay served while a large trajectory
+is checked.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+
+import numpy as np
+from rosbags.typesys import Stores, get_typestore
+
+from delta_hardware.trajectory_plan import TrajectoryRejected, cartesian_to_joint, match_joint_names
+
+_TYPES = get_typestore(Stores.ROS2_JAZZY)
+JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
+MULTI_DOF_TRAJECTORY = "trajectory_msgs/msg/MultiDOFJointTrajectory"
+#: bytes per point a serialized JointTrajectory point may take (3 joints, positions,
+#: velocities, accelerations, effort, time) with room to spare: the size check before parsing
+BYTES_PER_POINT = 400
+
+
+def deserialize(raw: bytes, typename: str):
+    """A rosbags message object from the serialized CDR bytes of a subscription.
+
+    The buffers rclpy hands over may carry trailing padding, which rosbags' own size check
+    refuses: the message's deserializer is called directly and the rest ignored."""
+    raw = bytes(raw)
+    if len(raw) < 4 or raw[:2] not in (b"\x00\x00", b"\x00\x01"):
+        raise TrajectoryRejected("not a CDR-encoded message")
+    msgdef = _TYPES.get_msgdef(typename)
+    func = msgdef.deserialize_cdr_le if raw[1] else msgdef.deserialize_cdr_be
+    try:
+        msg, pos = func(raw[4:], 0, msgdef.cls, _TYPES)
+    except Exception as e:                       # struct.error, UnicodeDecodeError, IndexError, ...
+        raise TrajectoryRejected(f"malformed {typename.split('/')[-1]} message: {e}") from None
+    if pos + 4 > len(raw):
+        raise TrajectoryRejected(f"truncated {typename.split('/')[-1]} message")
+    return msg
+
+
+def _seconds(d) -> float:
+    return d.sec + d.nanosec * 1e-9
+
+
+def _column(values, order, what, names):
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return None
+    if v.shape != (len(names),):
+        raise TrajectoryRejected(f"{what} has {v.size} values for {len(names)} joint names")
+    return v[order]
+
+
+def joint_points(model, msg):
+    """(q, qd, qdd, times, start) in joint space from a JointTrajectory (arm or platform
+    joints; any object with the message's fields: rclpy's or rosbags')."""
+    kind, order = match_joint_names(model, msg.joint_names)
+    if not len(msg.points):
+        raise TrajectoryRejected("trajectory has no points")
+    names = list(msg.joint_names)
+    rows = {"positions": [], "velocities": [], "accelerations": []}
+    times = np.empty(len(msg.points))
+    for k, p in enumerate(msg.points):
+        for field, out in rows.items():
+            out.append(_column(getattr(p, field), order, f"point {k}: {field}", names))
+        times[k] = _seconds(p.time_from_start)
+    if any(r is None for r in rows["positions"]):
+        k = next(k for k, r in enumerate(rows["positions"]) if r is None)
+        raise TrajectoryRejected(f"point {k}: every point needs positions")
+    arrays = []
+    for field in ("velocities", "accelerations"):
+        present = [r is not None for r in rows[field]]
+        if any(present) and not all(present):
+            raise TrajectoryRejected(f"{field} must be given for every point or for none")
+        arrays.append(np.array(rows[field]) if all(present) else None)
+    qd, qdd = arrays
+    if qd is None and qdd is not None:
+        raise TrajectoryRejected("accelerations need velocities")
+    q = np.array(rows["positions"])
+    if kind == "platform":
+        q, qd, qdd = cartesian_to_joint(model, q, qd, qdd)
+    return q, qd, qdd, times, _seconds(msg.header.stamp)
+
+
+def cartesian_points(model, msg):
+    """(q, qd, qdd, times, start) from a MultiDOFJointTrajectory of platform positions."""
+    if not len(msg.points):
+        raise TrajectoryRejected("trajectory has no points")
+    X, V, A = [], [], []
+    times = np.empty(len(msg.points))
+    for k, p in enumerate(msg.points):
+        if not len(p.transforms):
+            raise TrajectoryRejected(f"point {k}: no transform (platform position)")
+        t = p.transforms[0].translation
+        X.append((t.x, t.y, t.z))
+        if len(p.velocities):
+            v = p.velocities[0].linear
+            V.append((v.x, v.y, v.z))
+        if len(p.accelerations):
+            a = p.accelerations[0].linear
+            A.append((a.x, a.y, a.z))
+        times[k] = _seconds(p.time_from_start)
+    for what, rows in (("velocities", V), ("accelerations", A)):
+        if rows and len(rows) != len(X):
+            raise TrajectoryRejected(f"{what} must be given for every point or for none")
+    q, qd, qdd = cartesian_to_joint(model, X, V or None, A or None)
+    return q, qd, qdd, times, _seconds(msg.header.stamp)
+
+
+class TrajectoryIntake:
+    """A worker thread that turns raw trajectory messages into submitted plans.
+
+    ``submit(source, q, qd, qdd, times, start)`` (the node's) builds, validates and submits a
+    plan; ``reject(source, reason)`` reports a refusal. ``limits()`` gives the current
+    (max_points, max_duration). Messages wait in a queue of ``depth``; when it is full the
+    oldest waiting one is dropped and reported (the newest command wins, as on the topic).
+    """
+
+    KINDS = {"joint trajectory": (JOINT_TRAJECTORY, joint_points),
+             "cartesian trajectory": (MULTI_DOF_TRAJECTORY, cartesian_points)}
+
+    def __init__(self, model_of, submit, reject, limits, depth: int = 4):
+        self.model_of = model_of
+        self.submit = submit
+        self.reject = reject
+        self.limits = limits
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._thread = threading.Thread(target=self._run, name="delta_trajectory_intake", daemon=True)
+        self._thread.start()
+
+    def put(self, source: str, raw: bytes) -> None:
+        """Queue a raw message (called on the executor: a copy and a queue put, nothing more)."""
+        while True:
+            try:
+                self._queue.put_nowait((source, raw))
+                return
+            except queue.Full:
+                try:
+                    old, _ = self._queue.get_nowait()
+                    self.reject(old, "dropped: newer trajectories arrived while it waited to be checked")
+                except queue.Empty:
+                    pass
+
+    def close(self, timeout: float = 2.0) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _run(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            source, raw = item
+            try:
+                self._handle(source, raw)
+            except TrajectoryRejected as e:
+                self.reject(source, str(e))
+            except Exception as e:  # noqa: BLE001 - a bad message never kills the intake
+                self.reject(source, f"{type(e).__name__}: {e}")
+
+    def _handle(self, source, raw):
+        typename, convert = self.KINDS[source]
+        max_points, max_duration = self.limits()
+        if len(raw) > BYTES_PER_POINT * max_points + 65536:
+            raise TrajectoryRejected(f"message of {len(raw) / 1e6:.1f} MB is larger than "
+                                     f"max_trajectory_points {max_points} points can take")
+        msg = deserialize(raw, typename)
+        if len(msg.points) > max_points:
+            raise TrajectoryRejected(f"{len(msg.points)} points, more than max_trajectory_points {max_points}")
+        model = self.model_of()
+        q, qd, qdd, times, start = convert(model, msg)
+        if len(times) and np.isfinite(times).all() and times.max() > max_duration:
+            raise TrajectoryRejected(f"lasts {times.max():.6g} s, longer than max_trajectory_duration "
+                                     f"{max_duration:g} s")
+        self.submit(source, start, times, q, qd, qdd)
