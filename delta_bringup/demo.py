@@ -14,23 +14,34 @@ more friction, heavier arms: written to ``<out>/true_robot.yaml``):
 6. the same cycles with the identified feedforward.
 
 It prints the RMS tracking error of each phase and writes plots (tracking error, torques,
-identified against true parameters) and ``demo_summary.md`` into ``<out>``.
+identified against true parameters) and ``demo_summary.md`` into ``<out>`` (whose earlier
+demo results are removed first, so it never mixes two runs).
+
+The demo talks to the hardware node (its own process) over ROS only, and in simulated time
+(the default of ``delta-bringup`` with the simulated drives) its figures do not depend on how
+busy the host is. A run that was disturbed (a quick stop, a repeated phase, late control
+cycles on the wall clock) says so in its summary; one whose result is not meaningful (the
+identified feedforward not at least ``MIN_IMPROVEMENT`` times better than PD only) exits 1
+with the reason.
 """
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
 import numpy as np
 from rcl_interfaces.srv import SetParameters
 from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from delta_core.robot_file import load_robot, save_robot
+from delta_core.ros.node_util import DEFAULT_ROBOT
 from delta_dynamics.dynamics import joint_state
 from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
 from delta_dynamics.model import PARAMETER_NAMES, DeltaModel
@@ -49,14 +60,24 @@ def true_robot(nominal):
     return nominal.replace(name=nominal.name + "_true", mass=mass, friction=fr, metadata={})
 
 
+#: what the demo writes into its output folder (removed at the start of a run)
+OUTPUTS = ("demo_tracking.png", "demo_parameters.png", "demo_summary.md", "demo_results.json",
+           "identified.yaml", "true_robot.yaml")
+#: the identified feedforward must cut the RMS tracking error at least this much against PD only
+MIN_IMPROVEMENT = 5.0
+
+
 def prepare(args):
-    """Write the true robot file; the parameter overrides the demo needs."""
+    """Clear the earlier results, write the true robot file; the parameter overrides the demo needs."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    nominal = load_robot(args.robot or "nt_robot")
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
+    nominal = load_robot(args.robot or DEFAULT_ROBOT)
     path = save_robot(true_robot(nominal), out / "true_robot.yaml",
                       header="the simulated robot of delta-bringup --demo (unknown to the controller)")
-    return [("true_robot", str(path.resolve())), ("feedforward", "none"),
+    args.excitation = design_excitation(DeltaModel(nominal))
+    return [("true_robot", str(path.resolve())), ("feedforward", "none"), ("start_paused", True),
             ("output", str((out / "identified.yaml").resolve())), ("window", 25.0)]
 
 
@@ -64,25 +85,43 @@ class RobotStopped(RuntimeError):
     """The hardware node quick-stopped the robot during a phase."""
 
 
+def design_excitation(model):
+    """The excitation trajectory (finite Fourier series), designed before the stack starts: the
+    optimiser takes seconds of CPU."""
+    from delta_dynamics.identification.excitation import design_excitation
+    print("[demo] designing an excitation trajectory (finite Fourier series, ~5 s) ...", flush=True)
+    ex = design_excitation(model, period=8.0, harmonics=4, starts=1, maxiter=25, seed=1, scale=0.6)
+    if ex.violations:
+        raise ValueError(f"the excitation violates the limits: {ex.violations[:3]}")
+    return ex
+
+
 class Demo:
-    def __init__(self, args, hardware):
+    def __init__(self, args, excitation):
         import rclpy
         self.args = args
+        self.excite = excitation
         self.out = Path(args.out)
-        self.hw = hardware
-        self.model: DeltaModel = hardware.model
+        self.model: DeltaModel = DeltaModel(load_robot(args.robot or DEFAULT_ROBOT))
         self.names = list(self.model.joint_names)
         self.node = rclpy.create_node("delta_demo")
-        self.js = np.zeros((600_000, 7))               # t, q(3), effort(3): numpy rows, no GC load
+        self.js = np.zeros((2_000_000, 7))             # t, q(3), effort(3): numpy rows, no GC load
         self.n_js = 0
         self.events = []
-        self.node.create_subscription(JointState, "/joint_states", self._on_js, 100)
-        self.node.create_subscription(String, "/delta_hardware/events", lambda m: self.events.append(m.data), 50)
+        self.disturbances = []                          # what disturbed the run (for the summary)
+        deep = QoSProfile(depth=5000)
+        self.node.create_subscription(JointState, "/joint_states", self._on_js, deep)
+        self.node.create_subscription(String, "/delta_hardware/events", lambda m: self.events.append(m.data), deep)
         self.pub = self.node.create_publisher(JointTrajectory, "/delta_hardware/joint_trajectory", 10)
         self.set_params = self.node.create_client(SetParameters, "/delta_hardware/set_parameters")
+        self.ident_params = self.node.create_client(SetParameters, "/delta_identification/set_parameters")
         self.refit = self.node.create_client(Trigger, "/delta_identification/refit")
         self.reset = self.node.create_client(Trigger, "/delta_hardware/reset")
+        self.status = self.node.create_client(Trigger, "/delta_hardware/status")
+        self.pause_client = self.node.create_client(SetBool, "/delta_hardware/pause")
         self.exit_code = 1
+        self.meaningful = False
+        self.t_next = None                              # ROS time the next motion starts
         self.results = {}
 
     def _on_js(self, m):
@@ -97,7 +136,11 @@ class Demo:
     def say(self, text):
         print(f"[demo] {text}", flush=True)
 
-    def _wait(self, future, timeout=30.0):
+    def now(self) -> float:
+        """ROS time of the demo node (simulated time when the stack runs in it)."""
+        return self.node.get_clock().now().nanoseconds * 1e-9
+
+    def _wait(self, future, timeout=60.0):
         deadline = time.monotonic() + timeout
         while not future.done():
             if time.monotonic() > deadline:
@@ -106,14 +149,37 @@ class Demo:
         return future.result()
 
     def set_feedforward(self, mode):
-        req = SetParameters.Request(parameters=[Parameter("feedforward", value=mode).to_parameter_msg()])
-        res = self._wait(self.set_params.call_async(req)).results[0]
-        if not res.successful:
-            raise RuntimeError(f"hardware node refused feedforward={mode}: {res.reason}")
+        self.set_param(self.set_params, "feedforward", mode)
 
-    def send(self, t, q, qd=None, qdd=None, lead=0.3):
-        """Send joint points (t relative) to start ``lead`` s from now; the absolute start time."""
-        start = time.time() + lead
+    def hardware_status(self) -> dict:
+        return json.loads(self._wait(self.status.call_async(Trigger.Request())).message)
+
+    #: s of simulated time from the end of one motion to the start of the next (the robot holds)
+    GAP = 1.0
+    #: s of simulated time the demo watches the robot settle after a motion
+    SETTLE = 0.3
+    #: simulated time of the first motion
+    FIRST_START = 1.0
+
+    def set_param(self, client, name, value):
+        req = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
+        res = self._wait(client.call_async(req)).results[0]
+        if not res.successful:
+            raise RuntimeError(f"{client.srv_name} refused {name}={value!r}: {res.reason}")
+
+    def pause(self, paused: bool):
+        res = self._wait(self.pause_client.call_async(SetBool.Request(data=paused)))
+        if not res.success:
+            raise RuntimeError(f"cannot {'pause' if paused else 'resume'} the simulation: {res.message}")
+
+    def motion(self, t, q, qd=None, qdd=None):
+        """Run joint points (t relative) as the next motion of the session's timeline: sent while
+        the simulation is paused, to start ``GAP`` s after the previous motion ended (the robot
+        holds meanwhile); the simulation is resumed and pauses again ``SETTLE`` s after the
+        motion's end (``pause_at``). Every phase therefore starts from the same state at the
+        same simulated time in every run, however slowly the host answers. The start time."""
+        start = self.t_next
+        end = start + float(t[-1])
         msg = JointTrajectory(joint_names=self.names)
         msg.header.stamp = to_time(start)
         for k in range(len(t)):
@@ -125,36 +191,53 @@ class Demo:
             msg.points.append(p)
         n0 = len(self.events)
         self.pub.publish(msg)
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + 120.0
+        while not any("accepted" in e for e in self.events[n0:]):
             for e in self.events[n0:]:
                 if "rejected" in e:
                     raise (RobotStopped if "robot is stopped" in e else RuntimeError)(e)
-                if "accepted" in e:
-                    return start
+            if time.monotonic() > deadline:
+                raise RuntimeError("the hardware node did not answer the trajectory")
             time.sleep(0.01)
-        raise RuntimeError("the hardware node did not answer the trajectory")
+        began = float(re.search(r"from t = ([-0-9.e+]+) s", next(e for e in self.events[n0:] if "accepted" in e)).group(1))
+        if abs(began - start) > 1e-6:
+            self.disturbances.append(f"a motion started at t = {began:.3f} s instead of {start:.3f} s")
+        self.set_param(self.set_params, "pause_at", end + self.SETTLE)
+        self.pause(False)
+        self.wait_until(end + self.SETTLE)
+        self.t_next = round((end + self.GAP) / self.period) * self.period
+        return began
 
     def wait_until(self, t_abs):
-        """Sleep until ``t_abs``; fail at once if the hardware node stops the robot meanwhile."""
+        """Wait until ROS time ``t_abs`` and until the joint states up to it have arrived (a
+        busy host delivers them late, never loses them); fail at once if the hardware node
+        stops the robot."""
         n0 = len(self.events)
-        while time.time() < t_abs:
+        deadline = None
+        t_abs -= 1e-6                                   # stamps are rounded to nanoseconds
+        while self.now() < t_abs or (self.n_js and self.js[self.n_js - 1, 0] < t_abs):
             for e in self.events[n0:]:
                 if e.startswith(("quick stop", "fault")):
                     raise RobotStopped(f"the hardware node stopped the robot: {e}")
+            if self.now() >= t_abs:
+                deadline = deadline or time.monotonic() + 60.0
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the joint states up to t = {t_abs:.3f} s did not arrive within 60 s")
             time.sleep(0.02)
 
     def with_recovery(self, phase, *args, attempts: int = 3):
-        """Run a motion phase; if the hardware node quick-stops the robot (e.g. the process
-        stalled while a large PD torque was applied: the drives hold it, as real ones do),
-        reset through its service, home again and repeat the phase."""
+        """Run a motion phase; if the hardware node quick-stops the robot, reset through its
+        service, home again and repeat the phase (reported as a disturbance)."""
         for k in range(attempts):
             try:
                 return phase(*args)
             except RobotStopped as e:
+                self.disturbances.append(f"{phase.__name__} repeated after: {e}")
                 if k == attempts - 1:
                     raise
                 self.say(f"{e}; resetting and repeating the phase")
+                self.pause(True)
+                self.t_next = round((self.now() + self.GAP) / self.period) * self.period
                 res = self._wait(self.reset.call_async(Trigger.Request()))
                 if not res.success:
                     raise RuntimeError(f"reset failed: {res.message}") from None
@@ -162,8 +245,7 @@ class Demo:
 
     # ------------------------------------------------------------------ phases
     def home(self, q_goal, duration=2.0):
-        start = self.send([duration], [q_goal])
-        self.wait_until(start + duration + 0.3)
+        self.motion([duration], [q_goal])
 
     def cycles(self, label):
         tr = self.cycle_traj
@@ -174,8 +256,7 @@ class Demo:
             idx = np.append(idx, len(tr.t) - 1)
         t = tr.t[idx] + 0.01                               # the first knot just after the start
         k0 = self.n_js
-        start = self.send(t, q[idx], qd[idx], qdd[idx])
-        self.wait_until(start + t[-1] + 0.3)
+        start = self.motion(t, q[idx], qd[idx], qdd[idx])
         rows = self.js[k0:self.n_js]
         rows = rows[(rows[:, 0] >= start) & (rows[:, 0] <= start + t[-1])]
         ts = rows[:, 0] - start
@@ -192,26 +273,19 @@ class Demo:
         self.results[label] = {"t": ts, "err": err, "tau": tau, "rms": rms, "rms_mm": rms_mm}
         self.say(f"{label}: RMS tracking error {rms * 1e3:.3f} mrad, {rms_mm:.3f} mm at the platform")
 
-    def design_excitation(self):
-        """Design the excitation first, while the robot holds: the optimiser keeps the GIL
-        busy for tens of milliseconds at a time, which a tracking phase would feel."""
-        from delta_dynamics.identification.excitation import design_excitation
-        self.say("designing an excitation trajectory (finite Fourier series, ~5 s) ...")
-        ex = design_excitation(self.model, period=8.0, harmonics=4, starts=1, maxiter=25, seed=1, scale=0.6)
-        if ex.violations:
-            raise RuntimeError(f"excitation violates limits: {ex.violations[:3]}")
-        self.excite = ex
-
     def excitation(self):
         ex = self.excite
         t, q, qd, qdd = ex.trajectory.sample(dt=0.01, cycles=2)
         self.home(q[0])
         self.say(f"excitation: {t[-1]:.0f} s, regressor condition number {ex.condition:.1f}")
-        start = self.send(t[1:], q[1:], qd[1:], qdd[1:])
-        self.wait_until(start + t[-1] + 0.5)
+        start = self.motion(t[1:], q[1:], qd[1:], qdd[1:])
+        self.excite_span = (start, start + t[-1])
 
     def identify(self):
-        self.say("identification: refitting the window ...")
+        """Refit on exactly the excitation run (window and window_end on the ROS clock)."""
+        self.set_param(self.ident_params, "window", float(self.excite_span[1] - self.excite_span[0]))
+        self.set_param(self.ident_params, "window_end", float(self.excite_span[1]))
+        self.say("identification: refitting the excitation run ...")
         res = self._wait(self.refit.call_async(Trigger.Request()), timeout=60.0)
         self.say(res.message)
         if not res.success:
@@ -219,20 +293,17 @@ class Demo:
 
     # ------------------------------------------------------------------ the session
     def run(self):
-        deadline = time.monotonic() + 20
-        while not self.n_js and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not self.n_js:
-            raise RuntimeError("no /joint_states from the hardware node")
-        for c in (self.set_params, self.refit):
-            if not c.wait_for_service(timeout_sec=10.0):
+        for c in (self.set_params, self.ident_params, self.refit, self.status, self.pause_client):
+            if not c.wait_for_service(timeout_sec=30.0):
                 raise RuntimeError(f"service {c.srv_name} is not available")
-        self.design_excitation()
-        import matplotlib                                   # loaded now, not while tracking
+        import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot  # noqa: F401
-        import gc
-        gc.collect()
+        st = self.hardware_status()
+        self.period = st["period"]
+        if not st.get("paused"):
+            raise RuntimeError("the simulation must start paused (start_paused) for the demo's timeline")
+        self.t_next = max(self.FIRST_START, st["time"] + self.GAP)
         self.start = start = np.array([-0.1525, 0.0, -0.78])
         self.cycle_traj = pick_place(start=tuple(start), lift_time=0.12, move_time=0.3, overlap=0.6,
                                      dwell=0.05, cycles=self.args.cycles, dt=1e-3)
@@ -241,7 +312,7 @@ class Demo:
         self.with_recovery(self.home, self.q_start)
         self.set_feedforward("none")
         self.with_recovery(self.cycles, "PD only")
-        self.set_feedforward("model")          # composed: the dynamics node's model, in-process
+        self.set_feedforward("topic")          # the dynamics node's (the in-process model when late)
         self.with_recovery(self.cycles, "nominal feedforward")
         self.with_recovery(self.excitation)
         self.identify()
@@ -253,7 +324,7 @@ class Demo:
         """Run the session; then set ``stop`` so that the main thread ends the process."""
         try:
             self.run()
-            self.exit_code = 0
+            self.exit_code = 0 if self.meaningful else 1
         except Exception as e:                            # reported, then the process exits 1
             self.say(f"FAILED: {e}")
         finally:
@@ -262,23 +333,44 @@ class Demo:
     def report(self):
         r = self.results
         pd, nom, idf = (r[k]["rms"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
+        st = self.hardware_status()
+        if st.get("clock") == "sim":
+            timing = (f"simulated time: {st['cycles']} control cycles of {st['period_p50_ms']:.3f} ms; the pacing "
+                      f"restarted {st.get('pacing_restarts', 0)} times after the host fell behind (no effect on "
+                      f"the results)")
+        else:
+            timing = (f"wall clock: {st['cycles']} cycles, period p50 {st['period_p50_ms']:.3f} ms, p99 "
+                      f"{st['period_p99_ms']:.3f} ms, max {st['period_max_ms']:.2f} ms, {st['late_cycles']} late "
+                      f"cycles, {st['overruns']} overruns")
+            if st["late_cycles"]:
+                self.disturbances.append(f"{st['late_cycles']} control cycles came more than 10 periods late")
+        ratio = pd / idf
+        self.meaningful = ratio >= MIN_IMPROVEMENT and idf < nom
         lines = ["# delta-bringup --demo", "",
                  "| phase | RMS joint error (mrad) | RMS platform error (mm) |", "|---|---|---|"]
         lines += [f"| {k} | {v['rms'] * 1e3:.3f} | {v['rms_mm']:.3f} |" for k, v in r.items()]
-        lines += ["", f"Identified feedforward vs PD only: {pd / idf:.1f}x smaller RMS error; "
-                      f"vs nominal feedforward: {nom / idf:.1f}x."]
-        st = self.hw.loop.stats.summary()
-        loop = (f"control loop: {st['cycles']} cycles, period p50 {st['period_p50_ms']:.3f} ms, "
-                f"p99 {st['period_p99_ms']:.3f} ms, max {st['period_max_ms']:.2f} ms, overruns {st['overruns']}")
-        lines += ["", loop]
-        self.say(loop)
+        lines += ["", f"Identified feedforward vs PD only: {ratio:.1f}x smaller RMS error; "
+                      f"vs nominal feedforward: {nom / idf:.1f}x.", "", timing, ""]
+        lines += (["Disturbed run:"] + [f"- {d}" for d in self.disturbances] if self.disturbances
+                  else ["Undisturbed run: no quick stop, no repeated phase."])
+        if not self.meaningful:
+            lines += ["", f"NOT MEANINGFUL: the identified feedforward must be at least {MIN_IMPROVEMENT:g}x better "
+                          f"than PD only and better than the nominal feedforward."]
         (self.out / "demo_summary.md").write_text("\n".join(lines) + "\n")
-        self._plots()
-        self.say(f"identified feedforward cuts the RMS tracking error {pd / idf:.1f}x against PD only "
-                 f"({nom / idf:.1f}x against the nominal feedforward)")
-        self.say(f"wrote {self.out}/demo_tracking.png, demo_parameters.png, demo_summary.md, identified.yaml")
         (self.out / "demo_results.json").write_text(json.dumps(
-            {k: {"rms_rad": v["rms"], "rms_mm": v["rms_mm"]} for k, v in r.items()}, indent=2))
+            {**{k: {"rms_rad": v["rms"], "rms_mm": v["rms_mm"]} for k, v in r.items()},
+             "improvement_vs_pd": ratio, "disturbances": self.disturbances, "clock": st.get("clock"),
+             "meaningful": self.meaningful}, indent=2))
+        self._plots()
+        self.say(timing)
+        for d in self.disturbances:
+            self.say(f"disturbed: {d}")
+        self.say(f"identified feedforward cuts the RMS tracking error {ratio:.1f}x against PD only "
+                 f"({nom / idf:.1f}x against the nominal feedforward)")
+        if not self.meaningful:
+            self.say(f"FAILED: result not meaningful: {ratio:.1f}x against PD only (at least {MIN_IMPROVEMENT:g}x "
+                     f"needed) and {nom / idf:.2f}x against the nominal feedforward (more than 1x needed)")
+        self.say(f"wrote {self.out}/demo_tracking.png, demo_parameters.png, demo_summary.md, identified.yaml")
 
     def _plots(self):
         import matplotlib
@@ -297,7 +389,7 @@ class Demo:
         fig.tight_layout()
         fig.savefig(self.out / "demo_tracking.png", dpi=110)
         plt.close(fig)
-        nominal = DeltaModel(load_robot(self.args.robot or "nt_robot")).params.as_vector()
+        nominal = self.model.params.as_vector()
         truth = DeltaModel(load_robot(self.out / "true_robot.yaml")).params.as_vector()
         ident = DeltaModel(load_robot(self.out / "identified.yaml")).params.as_vector()
         x = np.arange(len(PARAMETER_NAMES))

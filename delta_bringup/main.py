@@ -1,9 +1,16 @@
-"""delta-bringup: the whole stack in one process.
+"""delta-bringup: the whole stack with one command.
 
-Composes the hardware, dynamics, state and identification nodes on one
-MultiThreadedExecutor, with parameters from ``config/delta.yaml`` (ROS 2 parameter-file
-format; ``--params-file`` for another, ``--ros-args -p name:=value`` overrides as usual) and
-runs until Ctrl-C, then stops the loop, disables the drives and exits 0.
+Every node runs in a process of its own, as ``ros2 launch`` runs them: the hardware node (the
+control loop and the drives), the dynamics, state and identification nodes; nothing can take
+the control loop's GIL, and each node gets its own share of a busy host. This process
+supervises them (and runs the demo): when one ends by itself, the others are stopped. Parameters come from ``config/delta.yaml`` (ROS 2 parameter-file
+format; ``--params-file`` for another, ``--ros-args -p name:=value`` overrides as usual).
+Runs until Ctrl-C or SIGTERM, then stops every node (loop stopped, drives disabled) and
+exits 0.
+
+With the simulated drives the stack runs in simulated time by default (``--sim-time``; the
+hardware node publishes ``/clock``, every node follows it; ``--real-time-factor`` paces it,
+0: as fast as the host can); ``--no-sim-time`` runs the simulation on the wall clock.
 
 ``delta-bringup --demo`` runs the scripted session of :mod:`delta_bringup.demo` on the
 simulated robot instead, prints the tracking errors and writes plots into ``--out``.
@@ -18,11 +25,33 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import signal
+import subprocess
 import sys
 import threading
+import time
 
 from delta_core.share import share_file
+
+#: the stack's nodes, each in a process of its own (as ``ros2 launch`` runs them): no node can
+#: take another's GIL, and each gets its own share of a busy host's CPU
+NODES = (("delta_hardware", "delta_hardware.ros.hardware_node"),
+         ("delta_dynamics", "delta_dynamics.ros.dynamics_node"),
+         ("delta_state", "delta_description.ros.state_node"),
+         ("delta_identification", "delta_dynamics.ros.identification_node"))
+STOP_TIMEOUT = 10.0               # s a node process gets to stop before it is killed
+
+
+def _rtf(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(v) and 0 <= v <= 1000):
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1000 (0: as fast as possible), got {text}")
+    return v
 
 
 def parse_args(argv):
@@ -35,43 +64,107 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--params-file", help="ROS 2 parameter file (default: config/delta.yaml)")
     ap.add_argument("--robot", help="robot preset name or robot file, for every node")
-    ap.add_argument("--hardware", choices=("sim", "canopen"), help="drive backend")
+    ap.add_argument("--hardware", choices=("sim", "mock", "canopen"), help="drive backend (mock = sim)")
     ap.add_argument("--can-interface", help="python-can interface (canopen)")
     ap.add_argument("--can-channel", help="CAN channel (canopen)")
     ap.add_argument("--drives-config", help="config/drives/<name>.yaml or a path (canopen)")
+    ap.add_argument("--sim-time", dest="sim_time", action="store_true", default=None,
+                    help="simulated time (default with the simulated drives)")
+    ap.add_argument("--no-sim-time", dest="sim_time", action="store_false",
+                    help="run the simulated drives on the wall clock")
+    ap.add_argument("--real-time-factor", type=_rtf, help="simulated seconds per wall second (default 1; 0: "
+                    "as fast as possible)")
     ap.add_argument("--demo", action="store_true", help="run the scripted demo on the simulated robot")
     ap.add_argument("--out", default="out", help="output folder of the demo (default: out)")
     ap.add_argument("--cycles", type=int, default=2, help="pick-and-place cycles per demo phase")
     args = ap.parse_args(argv)
-    if args.cycles < 1:
-        ap.error(f"--cycles must be >= 1, got {args.cycles}")
+    if not 1 <= args.cycles <= 100:
+        ap.error(f"--cycles must be from 1 to 100, got {args.cycles}")
+    if args.hardware == "canopen" and args.sim_time:
+        ap.error("--sim-time needs the simulated drives: real drives run on the steady clock")
+    if args.sim_time is None:
+        args.sim_time = args.hardware != "canopen"
+    if args.demo and args.hardware == "canopen":
+        ap.error("--demo runs on the simulated robot (--hardware sim)")
     return args, ros_args
 
 
+def check_params_file(path) -> str | None:
+    """Why a ROS 2 parameter file is unusable (rcl would fail with a traceback), or None."""
+    import yaml
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except FileNotFoundError:
+        return f"--params-file {path}: no such file"
+    except OSError as e:
+        return f"--params-file {path}: {e.strerror or e}"
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        return f"--params-file {path}: not valid YAML: {e}".replace("\n", " ")
+    if not isinstance(data, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("ros__parameters"), dict) for v in data.values()):
+        return (f"--params-file {path}: not a ROS 2 parameter file (expected <node name>: "
+                f"{{ros__parameters: {{...}}}} for every node)")
+    return None
+
+
 def ros_arguments(args, ros_args, extra=()):
+    """The ``--ros-args`` of every node of the stack (the same for both processes)."""
     try:
         params = args.params_file or str(share_file("config", "delta.yaml"))
     except FileNotFoundError as e:
         raise SystemExit(f"delta-bringup: error: {e}")
-    # composed in one process: the feedforward comes from the dynamics node in-process
-    out = ["delta-bringup", "--ros-args", "--params-file", params,
-           "-p", "publish_desired_state:=false", "-p", "feedforward:=model"]
+    out = ["--ros-args", "--params-file", params, "-p", "publish_desired_state:=true",
+           "-p", f"use_sim_time:={'true' if args.sim_time else 'false'}"]
     for flag, name in (("robot", "robot"), ("hardware", "hardware"),
                        ("can_interface", "can_interface"), ("can_channel", "can_channel"),
-                       ("drives_config", "drives_config")):
+                       ("drives_config", "drives_config"), ("real_time_factor", "real_time_factor")):
         value = getattr(args, flag)
-        if value:
+        if value is not None and value != "":
             out += ["-p", f"{name}:={value}"]
     for name, value in extra:
         out += ["-p", f"{name}:={value}"]
     return out + list(ros_args)
 
 
+class NodeProcess:
+    """One node of the stack in its own process (its output goes to ours)."""
+
+    def __init__(self, name, module, ros_args):
+        self.name = name
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen([sys.executable, "-m", module, *ros_args], env=env,
+                                     start_new_session=True)   # our signals reach it through stop() only
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def interrupt(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+
+    def wait(self, timeout: float = STOP_TIMEOUT) -> int:
+        """Wait for the exit (SIGKILL after ``timeout`` s); the exit status."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            print(f"delta-bringup: {self.name} did not stop within {timeout:g} s: killed", file=sys.stderr)
+            self.proc.kill()
+            self.proc.wait(5)
+        return self.proc.returncode
+
+
+def stop_all(processes) -> dict:
+    """SIGINT to every node process at once, then wait for each (bounded); name -> status."""
+    for p in processes:
+        p.interrupt()
+    return {p.name: p.wait() for p in processes}
+
+
 def _spin_until(executor, stop):
-    """Spin ``executor`` in this thread until ``stop`` is set or the context shuts down (then
-    the caller shuts the executor down). A signal shuts the context down at any moment, also
-    in the middle of ``spin_once``, where rclpy then fails on the invalid context (e.g.
-    "failed to create timer"): that is a shutdown too, not an error."""
+    """Spin ``executor`` in this thread until ``stop`` is set or the context shuts down. A
+    signal shuts the context down at any moment, also in the middle of ``spin_once``, where
+    rclpy then fails on the invalid context: that is a shutdown too, not an error."""
     from rclpy.executors import ExternalShutdownException
     try:
         while not stop.is_set():
@@ -83,27 +176,54 @@ def _spin_until(executor, stop):
             raise
 
 
-def apply_in_process(path, dynamics, hardware):
-    """Give an identified robot file to the composed dynamics and hardware nodes directly
-    (the same parameter callbacks as ``ros2 param set``); the names of what accepted it."""
-    from rclpy.parameter import Parameter
-    done = []
-    for node, name in ((dynamics, "robot"), (hardware, "feedforward_robot")):
-        result = node.set_parameters([Parameter(name, value=path)])[0]
-        if result.successful:
-            done.append(f"{node.get_name()}.{name}")
-        else:
-            node.get_logger().warning(f"refused {name}={path}: {result.reason}")
-    return done
+def _wait_active(node, processes, stop, timeout: float = 60.0) -> bool:
+    """Until the hardware node answers ``~/status`` as active (or a node process ends, or a
+    signal comes)."""
+    import json
+
+    import rclpy
+    from std_srvs.srv import Trigger
+    client = node.create_client(Trigger, "/delta_hardware/status")
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and all(p.alive() for p in processes) and not stop.is_set():
+            if client.wait_for_service(timeout_sec=0.5):
+                future = client.call_async(Trigger.Request())
+                rclpy.spin_until_future_complete(node, future, timeout_sec=5.0)
+                if future.done() and json.loads(future.result().message).get("active"):
+                    return True
+                time.sleep(0.2)
+        return False
+    finally:
+        node.destroy_client(client)
+
+
+def _watch(processes, stop: threading.Event, ended: list):
+    """End the stack when a node process ends by itself."""
+    while not stop.is_set():
+        for p in processes:
+            if not p.alive():
+                ended.append(p)
+                stop.set()
+                return
+        time.sleep(0.2)
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args, ros_args = parse_args(argv)
-    import os
-    if args.params_file and not os.path.isfile(args.params_file):
-        print(f"delta-bringup: error: --params-file {args.params_file}: no such file", file=sys.stderr)
-        return 2
+    if args.params_file:
+        why = check_params_file(args.params_file)
+        if why:
+            print(f"delta-bringup: error: {why}", file=sys.stderr)
+            return 2
+    if args.robot:
+        from delta_core.robot_file import RobotFileError, load_robot
+        try:
+            load_robot(args.robot)
+        except RobotFileError as e:
+            print(f"delta-bringup: error: --robot: {e}", file=sys.stderr)
+            return 2
     extra = []
     if args.demo:
         from delta_bringup.demo import prepare
@@ -112,79 +232,62 @@ def main(argv=None) -> int:
         except (OSError, ValueError) as e:
             print(f"delta-bringup: error: {e}", file=sys.stderr)
             return 2
-
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-
-    from delta_description.ros.state_node import StateNode
-    from delta_dynamics.ros.dynamics_node import DynamicsNode
-    from delta_dynamics.ros.identification_node import IdentificationNode
-    from delta_hardware.ros.hardware_node import HardwareNode
-
-    rclpy.init(args=ros_arguments(args, ros_args, extra))
-    stop = threading.Event()
-    nodes = []
-    code = 0
     try:
-        try:
-            hardware = HardwareNode()
-            nodes = [hardware, DynamicsNode(), StateNode(), IdentificationNode()]
-        except Exception as e:                     # a bad parameter: say which, exit 2
-            print(f"delta-bringup: error: {e}", file=sys.stderr)
-            return 2
-        dynamics = nodes[1]
-        hardware.start()
-        if hardware.loop is not None:
-            # Composed: the loop calls the dynamics node's model in-process (no DDS round trip
-            # per cycle), so it follows every model the dynamics node is given (identification).
-            names = list(hardware.model.joint_names)
-            hardware.loop.reconfigure(function=lambda sp: dynamics.compute(names, sp.q, sp.qd, sp.qdd))
-        if hardware.loop is None or not hardware._active():
-            print("delta-bringup: error: the hardware node did not become active (see the log above)",
-                  file=sys.stderr)
-            return 1
-        import gc
-        gc.collect()
-        gc.freeze()        # start-up objects leave the collector's view: shorter pauses for the loop
-        # Single-threaded executors: rclpy's multi-threaded one adds milliseconds per
-        # callback, too slow for 500 Hz topics. The identification node gets its own (a
-        # refit blocks it for seconds); the rest share the main thread's.
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+    except ImportError as e:
+        print(f"delta-bringup: error: the ROS 2 Python packages are missing ({e}); install them with "
+              f"'pip install -r requirements-ros.txt' (README, Quick start)", file=sys.stderr)
+        return 2
+    from delta_core.ros.node_util import install_stop_handler
+
+    node_args = ros_arguments(args, ros_args, extra)
+    stop = threading.Event()
+    handler = install_stop_handler(stop)
+    processes = [NodeProcess(name, module, node_args) for name, module in NODES]
+    rclpy.init(args=["delta-bringup", *node_args], signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    code, ended, worker, demo, node, executor = 0, [], None, None, None, None
+    try:
+        node = rclpy.create_node("delta_bringup")
+        if not _wait_active(node, processes, stop):
+            if not stop.is_set():
+                dead = [f"{p.name} (exit {p.proc.returncode})" for p in processes if not p.alive()]
+                print(f"delta-bringup: error: the stack did not come up{': ' + ', '.join(dead) + ' ended' if dead else ''}"
+                      f" (see the log above)", file=sys.stderr)
+                return 1
+            return 0
         executor = SingleThreadedExecutor()
-        for n in (hardware, dynamics, nodes[2]):
-            executor.add_node(n)
-        identification = nodes[3]
-        identification.apply_hook = lambda path: apply_in_process(path, dynamics, hardware)
-        ident_executor = SingleThreadedExecutor()
-        ident_executor.add_node(identification)
-        ident_thread = threading.Thread(target=_spin_until, args=(ident_executor, stop), daemon=True)
-        ident_thread.start()
+        executor.add_node(node)
         if args.demo:
             from delta_bringup.demo import Demo
-            demo = Demo(args, hardware)
+            demo = Demo(args, args.excitation)
             executor.add_node(demo.node)
-            nodes.append(demo.node)
             worker = threading.Thread(target=demo.run_and_report, args=(stop,), daemon=True)
             worker.start()
-        try:
-            # spin until Ctrl-C or until the demo sets ``stop``; only this thread touches
-            # the executor (shutting it down from another thread races with its spin)
-            _spin_until(executor, stop)
-        except KeyboardInterrupt:
-            pass
-        stop.set()
-        ident_thread.join(5.0)
-        ident_executor.shutdown(timeout_sec=1.0)
-        if args.demo:
-            worker.join(5.0)
-            code = demo.exit_code
-        executor.shutdown(timeout_sec=1.0)
+        threading.Thread(target=_watch, args=(processes, stop, ended), daemon=True).start()
+        _spin_until(executor, stop)
+        if ended and not handler.signalled:
+            p = ended[0]
+            print(f"delta-bringup: error: {p.name} ended (exit {p.proc.returncode})", file=sys.stderr)
+            code = 1
+        if worker is not None:
+            worker.join(10.0)
+            code = demo.exit_code if not ended else 1
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)      # a second Ctrl-C must not cut the cleanup
-        for n in nodes:
-            if hasattr(n, "release"):
-                n.release()
-        for n in nodes:
-            n.destroy_node()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stop.set()
+        status = stop_all(processes)
+        bad = {n: rc for n, rc in status.items() if rc not in (0, None)}
+        if bad and code == 0 and not handler.signalled:
+            print(f"delta-bringup: node processes exited with {bad}", file=sys.stderr)
+            code = 1
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
+        if demo is not None:
+            demo.node.destroy_node()
+        if node is not None:
+            node.destroy_node()
         rclpy.try_shutdown()
     return code
 

@@ -49,7 +49,7 @@ def test_the_composed_stack_moves_the_robot_and_shuts_down_cleanly(tmp_path):
         msg = JointTrajectory(joint_names=["arm_3_joint", "arm_1_joint", "arm_2_joint"])
         msg.points = [JointTrajectoryPoint(positions=[0.1, 0.3, 0.2], time_from_start=Duration(sec=1))]
         traj.publish(msg)
-        assert client.spin_until(lambda: any("finished" in e for e in got["events"]), 10), got["events"]
+        assert client.spin_until(lambda: any("finished" in e for e in got["events"]), 60), got["events"]
         client.spin_for(0.3)
         np.testing.assert_allclose(got["js"].position, [0.3, 0.2, 0.1], atol=3e-3)
         # feedforward messages answer the desired states, stamped like them
@@ -62,7 +62,7 @@ def test_the_composed_stack_moves_the_robot_and_shuts_down_cleanly(tmp_path):
                                                  time_from_start=Duration(sec=1))]
         n_events = len(got["events"])
         cart.publish(m)
-        assert client.spin_until(lambda: any("finished" in e for e in got["events"][n_events:]), 10)
+        assert client.spin_until(lambda: any("finished" in e for e in got["events"][n_events:]), 60)
         client.spin_for(0.3)
         np.testing.assert_allclose(forward_kinematics(MODEL, got["js"].position), goal, atol=2e-3)
         # the identification node collects the window and runs RLS online
@@ -90,7 +90,8 @@ def test_demo_identification_makes_the_feedforward_track_better(tmp_path):
     assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
     res = json.loads((tmp_path / "demo_results.json").read_text())
     pd, nominal, ident = (res[k]["rms_rad"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
-    assert ident < pd / 3, res
+    assert ident < pd / 10, res                           # deterministic in simulated time
+    assert res["meaningful"] and not res["disturbances"], res
     assert nominal < pd, res
     robot = load_robot(tmp_path / "identified.yaml")
     assert robot.metadata["identified"]["method"] == "bounded"
@@ -105,7 +106,7 @@ def test_demo_identification_makes_the_feedforward_track_better(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--params-file", "/no/such.yaml"], "--params-file /no/such.yaml: no such file"),
-    (["--cycles", "0"], "--cycles must be >= 1"),
+    (["--cycles", "0"], "--cycles must be from 1 to 100"),
     (["--robot", "no_such_robot"], "no such preset"),
 ])
 def test_bad_arguments_exit_with_a_clear_error(args, message):

@@ -110,3 +110,26 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
         # second Ctrl-C would still kill the process (exit -2): ignore SIGINT from here on.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     return 0
+
+
+class StopOnSignal:
+    """SIGINT/SIGTERM handler for a process that runs its own spin loops (delta-bringup):
+    every signal sets ``stop``; ``signalled`` says that one came."""
+
+    def __init__(self, stop):
+        self.stop = stop
+        self.signalled = False
+        self.stopping = False
+
+    def __call__(self, signum, frame):
+        self.signalled = True
+        self.stop.set()
+
+
+def install_stop_handler(stop) -> StopOnSignal:
+    """Install :class:`StopOnSignal` for SIGINT and SIGTERM (call before rclpy.init with
+    ``SignalHandlerOptions.NO``, so that the process, not rclpy, decides when to shut down)."""
+    handler = StopOnSignal(stop)
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    return handler

@@ -8,7 +8,8 @@ robot's own ``/joint_states`` while it runs.
   ``rls_rate`` Hz from a local quadratic fit over the last ``rls_span`` s (position,
   velocity, acceleration at its middle).
 * Batch: on ``~/refit`` (std_srvs/Trigger) or every ``refit_period`` s (0: on request only),
-  the window is split in time, the first part fitted (``method``, default bounded least
+  the window (the last ``window`` s, or the ``window`` s up to ROS time ``window_end`` when
+  it is set: a recorded run, e.g. an excitation trajectory, exactly) is split in time, the first part fitted (``method``, default bounded least
   squares, :func:`delta_dynamics.identification.pipeline.identify_data`), the last
   ``validation_fraction`` used for validation. If the validation fitness (Kim et al. eq. 41)
   of every joint reaches ``fitness_threshold``, the robot file is written atomically to
@@ -35,12 +36,13 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from delta_core.robot_file import RobotFileError
-from delta_core.ros.node_util import DEFAULT_ROBOT, STATE_QOS, DropLog, run
+from delta_core.ros.node_util import DEFAULT_ROBOT, DropLog, run
 from delta_dynamics.ros.robot_param import load_model
 from delta_dynamics.dynamics import regressor_joint
 from delta_dynamics.identification import IdentificationError
@@ -52,9 +54,11 @@ from delta_dynamics.kinematics import UnreachableError
 from delta_dynamics.model import PARAMETER_NAMES
 
 NODE_NAME = "delta_identification"
+WINDOW_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5000, reliability=ReliabilityPolicy.RELIABLE)
 PARAMETERS = {
     "robot": DEFAULT_ROBOT,           # the nominal robot file (prior and template of the output)
     "window": 20.0,                   # s of /joint_states kept
+    "window_end": 0.0,                # ROS time (s) the refit window ends at (0: the newest sample)
     "forgetting_factor": 0.999,       # RLS, per update
     "rls_rate": 50.0,                 # Hz of RLS updates (0: off)
     "rls_span": 0.06,                 # s of samples in the local fit behind each RLS update
@@ -76,6 +80,7 @@ def check_parameters(p: dict) -> None:
     """Raise ValueError naming the first parameter whose value is unusable."""
     rules = [
         ("window", p["window"] > 0, "must be > 0 s"),
+        ("window_end", p["window_end"] >= 0, "must be >= 0 s (0: the newest sample)"),
         ("forgetting_factor", 0 < p["forgetting_factor"] <= 1, "must be in (0, 1]"),
         ("rls_rate", p["rls_rate"] >= 0, "must be >= 0 Hz (0: off)"),
         ("rls_span", p["rls_span"] > 0, "must be > 0 s"),
@@ -117,12 +122,10 @@ class IdentificationNode(Node):
                                          P0=np.maximum(np.abs(nominal), 1e-3) ** 2, theta0=nominal)
         self.last_result = None
         self._refit_lock = threading.Lock()
-        # apply_hook(path) -> names of what was updated: set by delta-bringup to update the
-        # composed nodes in-process; None: the set_parameters services of ``push_to``
-        self.apply_hook = None
         self.pub = self.create_publisher(String, "~/estimate", 10)
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(JointState, "/joint_states", self._on_joint_states, STATE_QOS)
+        # a deep queue: a refit or a busy host must not drop samples of the window
+        self.create_subscription(JointState, "/joint_states", self._on_joint_states, WINDOW_QOS)
         slow = MutuallyExclusiveCallbackGroup()
         self.create_service(Trigger, "~/refit", self._on_refit, callback_group=slow)
         self._push_group = ReentrantCallbackGroup()
@@ -156,8 +159,8 @@ class IdentificationNode(Node):
             self._drops.warn("nan", f"/joint_states with non-finite values skipped: {vals}")
             return
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
-        if t == 0.0:
-            t = time.time()
+        if t == 0.0:                                        # unstamped: the time of arrival (ROS time)
+            t = self.get_clock().now().nanoseconds * 1e-9
         with self._lock:
             size = len(self._rows)
             if self._n and t <= self._rows[(self._n - 1) % size, 0]:
@@ -170,8 +173,9 @@ class IdentificationNode(Node):
             row[10] = qd is not None
             self._n += 1
 
-    def _recent(self, seconds: float) -> np.ndarray:
-        """The rows of the last ``seconds`` s, oldest first (a copy)."""
+    def _recent(self, seconds: float, end: float = 0.0) -> np.ndarray:
+        """The rows of the ``seconds`` s up to ROS time ``end`` (0: the newest sample), oldest
+        first (a copy)."""
         with self._lock:
             n, size = self._n, len(self._rows)
             if n == 0:
@@ -179,10 +183,22 @@ class IdentificationNode(Node):
             k = min(n, size)
             idx = np.arange(n - k, n) % size
             rows = self._rows[idx]
-        return rows[rows[:, 0] >= rows[-1, 0] - seconds]
+        end = end or rows[-1, 0]
+        return rows[(rows[:, 0] >= end - seconds) & (rows[:, 0] <= end)]
+
+    #: s (wall) a refit waits for the samples up to ``window_end`` to arrive (a busy host delivers late)
+    WAIT_FOR_WINDOW = 60.0
+
+    def _newest(self) -> float:
+        with self._lock:
+            return self._rows[(self._n - 1) % len(self._rows), 0] if self._n else -math.inf
 
     def window(self) -> JointData:
-        rows = self._recent(self.get_parameter("window").value)
+        end = self.get_parameter("window_end").value
+        deadline = time.monotonic() + self.WAIT_FOR_WINDOW
+        while end and self._newest() < end and time.monotonic() < deadline:
+            time.sleep(0.05)
+        rows = self._recent(self.get_parameter("window").value, end)
         if not len(rows):
             raise IdentificationError("no /joint_states received yet")
         qd = rows[:, 4:7] if rows[:, 10].all() else None
@@ -271,7 +287,7 @@ class IdentificationNode(Node):
             write_robot_file(out, robot, header="identified online by delta_identification")
         except (RobotFileError, OSError, IdentificationError) as e:
             return False, f"could not write {out}: {e}"
-        pushed = self.apply_hook(out) if self.apply_hook is not None else self._push(out, p["push_to"])
+        pushed = self._push(out, p["push_to"])
         return True, (f"validation fitness [{fit_txt}] from {n} samples in {seconds:.2f} s; "
                       f"wrote {out}; pushed to {', '.join(pushed) or 'no node'}")
 
