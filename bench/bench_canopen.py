@@ -50,7 +50,7 @@ class SimProcess:
     def __init__(self, interface, channel, config):
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "delta_hardware.canopen.drive_sim", "--interface", interface,
+            [sys.executable, "-m", "delta_hardware.canopen.sim_cli", "--interface", interface,
              "--channel", channel, "--drives-config", config], cwd=ROOT, env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []
