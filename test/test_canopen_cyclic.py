@@ -136,24 +136,33 @@ def test_the_backend_sends_rpdos_in_write_and_sync_in_cycle():
         for _ in range(3):
             drives.cycle(DT)
             fb = drives.read()
+        n0 = frames.mark()
+        read = []
         for k in range(5):
-            n0 = frames.mark()
             q = np.array(fb.position) + 1e-3
             drives.write(position=q, velocity=[0.0] * 3, torque=[0.0] * 3)
-            rec = frames.wait_for(n0, 6, {c for c in range(0x200, 0x400)})
-            assert [cob for _, cob, _ in rec if rpdo(cob)] == [0x201, 0x301, 0x202, 0x302, 0x203, 0x303]
-            assert not any(cob == 0x80 for _, cob, _ in rec)                         # no SYNC with them
-            n1 = frames.mark()
             drives.cycle(DT)
             fb = drives.read()
-            rec = frames.wait_for(n1, 6, {0x181, 0x182, 0x183, 0x281, 0x282, 0x283})
-            cobs = [cob for _, cob, _ in rec]
-            assert cobs[0] == 0x80 and cobs.count(0x80) == 1 and not any(rpdo(c) for c in cobs)
-            assert sorted(c for c in cobs if tpdo(c)) == [0x181, 0x182, 0x183, 0x281, 0x282, 0x283]
-            for i, d in enumerate(sim.drives):          # read() = the TPDOs after this SYNC
-                data = next(data for _, cob, data in rec if cob == 0x181 + i)
+            read.append(fb.position)
+        tpdos = {0x181, 0x182, 0x183, 0x281, 0x282, 0x283}
+        rec = frames.wait_for(n0, 5 * 6, tpdos)          # the listener may lag: the frames, in bus order
+        cobs = [cob for _, cob, _ in rec]
+        syncs = [i for i, c in enumerate(cobs) if c == 0x80]
+        assert len(syncs) == 5
+        for k, i in enumerate(syncs):
+            before = cobs[syncs[k - 1] + 1:i] if k else cobs[:i]
+            after = cobs[i + 1:syncs[k + 1] if k + 1 < len(syncs) else len(cobs)]
+            # write(): the six RPDOs, after the previous SYNC's TPDOs, before this SYNC
+            assert [c for c in before if rpdo(c)] == [0x201, 0x301, 0x202, 0x302, 0x203, 0x303]
+            if k:
+                last_tpdo = max(j for j, c in enumerate(before) if tpdo(c))
+                assert last_tpdo < min(j for j, c in enumerate(before) if rpdo(c))
+            # cycle(): this SYNC alone; its TPDOs follow; read() returned them
+            assert sorted(c for c in after if tpdo(c)) == sorted(tpdos)
+            for a in range(3):
+                data = next(rec[i + 1 + j][2] for j, c in enumerate(after) if c == 0x181 + a)
                 counts = int.from_bytes(data[2:6], "little", signed=True)
-                assert drives.cfg.axes[i].position_to_counts(fb.position[i]) == counts
+                assert drives.cfg.axes[a].position_to_counts(read[k][a]) == counts
         assert drives.stats["withheld"] == 0 and drives.stats["late"] == 0
         assert sim.sync_count == drives.stats["syncs"]
     finally:

@@ -69,6 +69,7 @@ def _plan(loop, t):
 def test_startup_configures_every_drive_over_sdo(rig):
     sim, drives, _ = rig
     assert drives.state is DriveState.DISABLED
+    assert drives.simulated and drives.max_stall == 0.25 and drives.cfg.heartbeat_timeout == 1.0
     for i, d in enumerate(sim.drives):
         assert d.node.nmt.state == "OPERATIONAL"
         assert d.read_param("modes_of_operation") == 8                          # CSP

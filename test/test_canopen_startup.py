@@ -38,6 +38,7 @@ def test_probe_configure_start(bus):
     assert all(d.node.nmt.state == "PRE-OPERATIONAL" for d in sim.drives)
     startup.parallel(lambda ax: startup.configure(ax, cfg, ROBOT, 0.002, 0.002, net), axes)
     for ax, d in zip(axes, sim.drives):
+        assert ax.device_name == "delta-drive-sim (generic_cia402)"                  # 0x1008
         assert d.read_param("modes_of_operation") == 8
         assert d.read_param("communication_cycle_period") == 2000                   # us
         assert d.read_param("producer_heartbeat_time") == cfg.heartbeat_ms

@@ -41,6 +41,7 @@ class Axis:
         self.values = {"statusword": 0, "position_actual": 0, "velocity_actual": 0, "torque_actual": 0,
                        "error_code": 0}
         self.stamp = -math.inf                # when `statusword` was true (SYNC or SDO read time)
+        self.device_name = ""                 # 0x1008, read at start-up ('' if the drive has none)
         self.hb_time = None                   # monotonic time of the last heartbeat
         self.hb_state = None                  # the NMT state it reported
         self.silent_cycles = 0                # control cycles in a row without this axis' TPDOs
@@ -91,6 +92,13 @@ class Axis:
                              f"{self.node.sdo.RESPONSE_TIMEOUT:.2f} s") from None
         except canopen.SdoAbortedError as e:
             raise DriveError(f"{self.label}: writing {name} ({spec.address}) = {value} was refused: {e}") from None
+
+    def read_device_name(self) -> str:
+        """The manufacturer device name (0x1008, optional in CiA 301): '' if there is none."""
+        try:
+            return bytes(self.node.sdo.upload(0x1008, 0)).decode("latin-1").rstrip("\x00 ")
+        except (canopen.SdoCommunicationError, canopen.SdoAbortedError):
+            return ""
 
     def read_state(self) -> cia402.State | None:
         """The statusword by SDO; also updates the feedback cache (newer than any TPDO so far)."""

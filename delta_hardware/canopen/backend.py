@@ -167,6 +167,11 @@ class CanopenDriveSet(DriveSet):
         self.cyclic.recorder = fn
 
     @property
+    def simulated(self) -> bool:
+        """Whether every drive is ``delta-drive-sim`` (its device name, 0x1008)."""
+        return bool(self.axes) and all(ax.device_name.startswith("delta-drive-sim") for ax in self.axes)
+
+    @property
     def bus_time(self) -> float:
         """SYNCs sent times the period (s): the time the drives have run through. Simulated
         drives (``delta-drive-sim``) step one interpolation period per SYNC, so this is
@@ -447,7 +452,8 @@ class CanopenDriveSet(DriveSet):
             hb = "never" if ax.hb_time is None else f"{max(now - ax.hb_time, 0.0):.2f} s ago"
             qs = {"sent": ", quick stop sent by RPDO (not confirmed)",
                   "confirmed": ", quick stop confirmed"}.get(ax.quick_stop, "")
-            d[f"axis{ax.index + 1}"] = (f"{ax.joint} node {ax.node_id}: {st.value if st else 'unknown'}, "
+            d[f"axis{ax.index + 1}"] = (f"{ax.joint} node {ax.node_id} ({ax.device_name or 'no device name'}): "
+                                        f"{st.value if st else 'unknown'}, "
                                         f"heartbeat {hb}{qs}" + (f", FAULT: {self._faults[ax.index]}"
                                                                  if ax.index in self._faults else ""))
         return d

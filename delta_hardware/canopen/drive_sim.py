@@ -62,6 +62,7 @@ ERROR_REGISTER_BITS = {0x2: 0x02, 0x3: 0x04, 0x4: 0x08, 0x8: 0x10}   # code clas
 WORKSPACE_FAULT = 0xFF01             # device specific: the simulated mechanism left its workspace
 MODE_FAULT = 0x6320                  # parameter error: the three drives are in different modes
 SYNC_FAULT = 0x8100                  # communication: no SYNC for simulation.sync_timeout while enabled
+DEVICE_NAME = "delta-drive-sim"      # 0x1008 manufacturer device name: how a master knows it is simulated
 
 
 class _Pdo:
@@ -116,7 +117,11 @@ class SimulatedDrive:
         self.init_store()
 
     def init_store(self) -> None:
-        """What this drive's hardware sets itself: its encoder resolution and motor rated torque."""
+        """What this drive's hardware sets itself: its encoder resolution, motor rated torque
+        and device name (0x1008: ``delta-drive-sim (<drives config>)``)."""
+        if 0x1008 in self.od:
+            name = f"{DEVICE_NAME} ({self.owner.cfg.name})".encode()
+            self.node.data_store.setdefault(0x1008, {})[0] = name
         defaults = {"encoder_increments": self.units.scaling.counts_per_rev, "motor_revolutions": 1,
                     "rated_torque": int(round(self.units.scaling.rated_torque * 1000))}
         for name, value in defaults.items():
@@ -325,8 +330,10 @@ class SimulatedCia402Drives:
     ``payload``: the physics if it differs; ``drives_config``: name, path or a loaded
     :class:`~delta_hardware.canopen.config.DrivesConfig`; ``absent``: axes (0-2) whose drive
     is not on the bus; ``initial_position``: platform position (m) to start from;
-    ``realtime``: step the physics by the time between SYNCs as received (at most 5
-    interpolation periods) instead of one interpolation period per SYNC.
+    ``realtime``: step the physics by the time between the master's SYNCs (from the frames'
+    timestamps, so not stretched by this process's own lag; at least 0, at most 5
+    interpolation periods) instead of one interpolation period per SYNC: for a master that
+    runs its trajectories on the wall clock.
 
     :attr:`enabled_time`: simulated seconds stepped with all three drives in operation
     enabled (the time the robot moved under the master's targets).
@@ -349,6 +356,7 @@ class SimulatedCia402Drives:
         self.sync_count = 0
         self.enabled_time = 0.0
         self._last_sync = None
+        self._last_sync_stamp = None
         self._sync_periods = np.zeros(100000)
         self._closing = threading.Event()
         self.interface, self.channel = interface, channel
@@ -412,8 +420,9 @@ class SimulatedCia402Drives:
         with self.lock:
             if self._last_sync is not None:
                 self._sync_periods[self.sync_count % len(self._sync_periods)] = now - self._last_sync
-            since = None if self._last_sync is None else now - self._last_sync
+            since = None if self._last_sync_stamp is None else max(timestamp - self._last_sync_stamp, 0.0)
             self._last_sync = now
+            self._last_sync_stamp = timestamp
             self.sync_count += 1
             drives = self.present
             for d in drives:

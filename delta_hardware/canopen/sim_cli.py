@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--velocity-noise", type=_number(" rad/s"), default=None,
                     help="rad/s standard deviation of the reported velocity (default: the drives config's)")
     ap.add_argument("--realtime", action="store_true",
-                    help="step the physics by the time between SYNCs, not by the interpolation period")
+                    help="step the physics by the time between the master's SYNCs (at most 5 periods), not by "
+                         "one interpolation period per SYNC: for a master on the wall clock")
     ap.add_argument("--absent", type=_axis, nargs="*", default=[], help="axes (1-3) whose drive is not on the bus")
     ap.add_argument("--status-period", type=_number(" s"), default=0.0, help="s between status lines (0: none)")
     ap.add_argument("--duration", type=_number(" s"), default=0.0, help="s to run (0: until stopped)")

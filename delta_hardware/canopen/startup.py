@@ -4,8 +4,8 @@ them, start them. Every step is bounded by a timeout of the drives config and fa
 
 1. :func:`probe`: NMT pre-operational, then every drive asked for its device type (0x1000)
    at once; a silent bus and a missing drive are told apart and named;
-2. :func:`configure` (per drive, the backend runs them in parallel with :func:`parallel`): a
-   drive left enabled is disabled; encoder resolution checked (0x608F); mode of operation
+2. :func:`configure` (per drive, the backend runs them in parallel with :func:`parallel`): its
+   device name read (0x1008, optional); a drive left enabled is disabled; encoder resolution checked (0x608F); mode of operation
    (0x6060) written and its display (0x6061) checked; interpolation period (0x60C2) and SYNC
    period (0x1006); max torque (0x6072), motor rated torque (0x6076), quick stop option
    (0x605A), software position limits (0x607D), following error window (0x6065); heartbeat
@@ -105,6 +105,7 @@ def configure(ax, cfg, robot, period: float, interp_period: float, network: cano
     robot file ``robot`` (limits) and the control ``period`` (s): the parameters listed in
     the module docstring, then the PDO mapping. The drive ends in switch on disabled (or
     where it was, if below)."""
+    ax.device_name = ax.read_device_name()
     st = ax.read_state()
     if st in (State.READY_TO_SWITCH_ON, State.SWITCHED_ON, State.OPERATION_ENABLED, State.QUICK_STOP_ACTIVE):
         ax.write("controlword", Command.DISABLE_VOLTAGE.value)      # a safe start
