@@ -1,4 +1,5 @@
-"""The CiA 402 drive state machine ("device control"), as pure functions and tables.
+"""The CiA 402 drive state machine ("device control"): tables, pure functions, and the
+master's stepping along it (:func:`drive_to`).
 
 A CiA 402 drive is steered by its **controlword** (object 0x6040) and reports its state in its
 **statusword** (object 0x6041). Both sides of the bus use this module: the master
