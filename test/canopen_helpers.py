@@ -70,9 +70,9 @@ class Frames(can.Listener):
 def drives_on(channel, config="generic_cia402", rate=500.0, **overrides):
     """The backend on ``channel``; overrides merged over the config. For tests that must not
     depend on the machine's load: read() waits up to 0.5 s for this cycle's TPDOs (they
-    always come, in one process), and the heartbeat consumer time is 1 s (the heartbeat
-    tests set both back)."""
-    over = {"timing": {"tpdo_timeout": 0.5}, "heartbeat": {"timeout_ms": 1000}}
+    always come, in one process), an SDO answer up to 0.5 s, and the heartbeat consumer
+    time is 1 s (the heartbeat tests set them back)."""
+    over = {"timing": {"tpdo_timeout": 0.5, "sdo_timeout": 0.5}, "heartbeat": {"timeout_ms": 1000}}
     for k, v in overrides.items():
         over[k] = {**over.get(k, {}), **v} if isinstance(v, dict) else v
     return CanopenDriveSet("nt_robot", "virtual", channel, config, rate=rate, config_overrides=over)
@@ -85,9 +85,11 @@ def sim_on(channel, config="generic_cia402", **kw):
 def bare_axes(channel, config="generic_cia402", overrides=None, interface="virtual"):
     """Without the backend, for the tests of one service alone: a canopen network on
     ``channel`` and one :class:`Axis` per drive of the config. Returns (network, axes, cfg);
-    disconnect the network afterwards."""
+    disconnect the network afterwards. SDO answers may take 0.5 s (a loaded machine)."""
     robot = load_robot("nt_robot")
-    cfg = load_drives_config(config, robot, overrides)
+    over = dict(overrides or {})
+    over["timing"] = {"sdo_timeout": 0.5, **over.get("timing", {})}
+    cfg = load_drives_config(config, robot, over)
     net = canopen.Network(open_bus(interface, channel))
     net.NOTIFIER_CYCLE = 0.05
     lock = threading.Condition()

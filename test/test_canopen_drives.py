@@ -307,7 +307,7 @@ def test_commands_never_reach_a_drive_that_is_not_enabled(rig):
 
 
 def _moving(sim, drives, mode="position"):
-    loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model"))
+    loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model", max_stall=drives.max_stall))
     loop.activate()
     t, _ = run(loop, 0.0, 0.05)
     loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [2.0], [[0.5, 0.4, 0.3]]))
@@ -348,6 +348,19 @@ def test_heartbeat_lost_during_motion_stops_every_axis_until_reset(rig_hb300):
     loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [0.5], [[0.2, 0.2, 0.2]]))
     t, outs = run(loop, t, 0.7)
     np.testing.assert_allclose(outs[-1].position, [0.2, 0.2, 0.2], atol=1e-3)
+
+
+def test_a_stalled_loop_quick_stops_every_drive(rig):
+    """max_stall comes from the drives config (drives.max_stall); a longer gap between
+    control cycles quick-stops all three drives, and says so."""
+    sim, drives, _ = rig
+    loop, t = _moving(sim, drives)
+    assert loop.cfg.max_stall == drives.max_stall == 0.25
+    out = loop.cycle(t, elapsed=drives.max_stall + 0.05)
+    assert "control loop stalled for 300 ms (max_stall 250 ms)" in loop.stopped_reason
+    assert any(e.startswith("quick stop: control loop stalled") for e in out.events)
+    assert [d.state for d in sim.drives] == [State.QUICK_STOP_ACTIVE] * 3
+    assert [ax.quick_stop for ax in drives.axes] == ["confirmed"] * 3          # by SDO: they answer
 
 
 def test_emcy_during_motion_stops_every_axis_with_the_code(rig):
