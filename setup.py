@@ -95,7 +95,7 @@ setup(
             'delta-identify=delta_dynamics.identification.cli:main',
             'delta-description=delta_description.cli:main',
             'delta-bringup=delta_bringup.main:main',
-            'delta-drive-sim=delta_hardware.canopen.drive_sim:main',
+            'delta-drive-sim=delta_hardware.canopen.sim_cli:main',
             # ROS 2 nodes (`ros2 run delta_robot <name>`, launch/delta.launch.py)
             'delta-hardware-node=delta_hardware.ros.hardware_node:main',
             'delta-dynamics-node=delta_dynamics.ros.dynamics_node:main',

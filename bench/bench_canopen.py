@@ -6,10 +6,12 @@ For each rate and mode (CST: torque, CSP: position) the robot follows a joint tr
 ``--seconds``; reported:
 
 * SYNC period as sent by the master and as received by the drives (p50 / p99 / max, std);
-* SYNC -> all TPDOs latency (the bus round trip the next read() depends on) and late cycles
-  (TPDOs not all in when read() gave up waiting);
-* command-to-actual latency (CST): from the SYNC that carries a target torque to the TPDO
-  whose torque actual value shows it (the drives apply synchronous RPDOs at the SYNC);
+* SYNC -> all TPDOs latency (the bus round trip the next read() depends on), late reads
+  (TPDOs not all in when read() gave up waiting) and withheld cycles (no SYNC: the drives
+  still owed the previous one's TPDOs);
+* command-to-actual latency (CST): from the SYNC that latches a new target torque to the TPDO
+  whose torque actual value shows it (the drives apply it for the period after that SYNC and
+  report it with the next one: one period plus the bus round trip);
 * tracking error of the trajectory.
 
 ``--in-process`` runs the simulated drives in this process on the ``virtual`` interface
@@ -48,11 +50,11 @@ def stats_ms(x):
 
 
 class SimProcess:
-    def __init__(self, interface, channel, config):
+    def __init__(self, interface, channel, config, *extra):
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "delta_hardware.canopen.drive_sim", "--interface", interface,
-             "--channel", channel, "--drives-config", config], cwd=ROOT, env=env,
+            [sys.executable, "-m", "delta_hardware.canopen.sim_cli", "--interface", interface,
+             "--channel", channel, "--drives-config", config, *extra], cwd=ROOT, env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []
         deadline = time.monotonic() + 20
@@ -100,7 +102,7 @@ def run(rate, mode, seconds, interface, channel, sim_in_process):
                              simulate=sim_in_process, config_overrides={"mode": mode})
     events = []
     drives.recorder = lambda kind, t, data: events.append((kind, t, data))
-    loop = ControlLoop(model, drives, LoopConfig(rate=rate, feedforward="model"))
+    loop = ControlLoop(model, drives, LoopConfig(rate=rate, feedforward="model", max_stall=drives.max_stall))
     outs = []
     thread = LoopThread(loop, outs.append, clock=time.monotonic)
     try:
@@ -120,6 +122,7 @@ def run(rate, mode, seconds, interface, channel, sim_in_process):
             "sync_period_master_ms": stats_ms(np.diff(sync_t[sync_t > sync_t[0] + 0.3])),
             "sync_to_tpdo_ms": drives.stats["latency"].summary(),
             "late_cycles": drives.stats["late"], "syncs": drives.stats["syncs"],
+            "withheld_cycles": drives.stats["withheld"],
             "loop": loop.stats.summary(),
             "tracking_error_max_rad": float(max(err)) if err else None,
             "tracking_error_rms_rad": float(np.sqrt(np.mean(np.square(err)))) if err else None,
@@ -134,7 +137,7 @@ def run(rate, mode, seconds, interface, channel, sim_in_process):
 
 
 def command_to_actual(events):
-    """For each SYNC that carried new target torques: the time until the TPDO whose torque
+    """For each SYNC that latched new target torques: the time until the TPDO whose torque
     actual value equals the target, looked for up to the SYNC after next (later or never:
     counted as unmatched, e.g. a target beyond the drive's max torque or a lost frame)."""
     lat, missed, prev = [], 0, None
@@ -216,7 +219,8 @@ def main():
             if sim is not None:
                 print(f"   drives: {r_sim}")
             print(f"   SYNC -> all TPDOs (ms p50/p99/max): {fmt(r['sync_to_tpdo_ms'])}; "
-                  f"late cycles {r['late_cycles']} of {r['syncs']}; loop overruns {r['loop'].get('overruns')}")
+                  f"late reads {r['late_cycles']}, withheld cycles {r['withheld_cycles']}, SYNCs {r['syncs']}; "
+                  f"loop overruns {r['loop'].get('overruns')}")
             if "command_to_actual_ms" in r:
                 c = r["command_to_actual_ms"]
                 print(f"   command -> actual (ms p50/p99/max): {fmt(c)} (n {c.get('n', 0)}, unmatched {c['unmatched']})")

@@ -143,6 +143,12 @@ BASE = "base: generic_cia402\n"
      "pdo.position.tpdo", "must map velocity_actual"),
     ("scaling: {rated_torque: 0.01}\n", "limits.max_torque", "does not fit a target torque"),
     ("simulation: {position_gains: [1]}\n", "simulation.position_gains", "[kp, kd]"),
+    ("heartbeat: {timeout_ms: 300}\n", "heartbeat.timeout_ms",
+     "must be at least producer_ms + timing.max_stall = 350 ms (a stall that max_stall tolerates"),
+    ("timing: {max_stall: 0}\n", "timing.max_stall", "must be > 0"),
+    ("timing: {max_stall: .nan}\n", "timing.max_stall", "must be a number"),
+    ("timing: {max_stal: 0.1}\n", "timing.max_stal", "unknown field (did you mean max_stall?)"),
+    ("simulation: {sync_timeout: -1}\n", "simulation.sync_timeout", "must be >= 0"),
 ])
 def test_config_errors_name_the_file_and_the_field(tmp_path, text, field, message):
     p = _write(tmp_path, BASE + text)
@@ -150,6 +156,20 @@ def test_config_errors_name_the_file_and_the_field(tmp_path, text, field, messag
         load_drives_config(str(p), ROBOT)
     assert str(e.value).startswith(f"{p}: {field}: "), str(e.value)
     assert message in str(e.value)
+
+
+def test_timing_from_what_the_drives_need():
+    """max_stall per drives config; consumer time auto = 2 producer + max_stall (CiA 301: a
+    margin above the producer time, plus the stall the master tolerates)."""
+    cfg = load_drives_config("generic_cia402", ROBOT)
+    assert cfg.max_stall == 0.25 and cfg.heartbeat_ms == 100
+    assert cfg.heartbeat_timeout == pytest.approx(0.450)
+    assert cfg.sim["sync_timeout"] == 1.0 > cfg.max_stall
+    assert load_drives_config("maxon_epos4", ROBOT).heartbeat_timeout == pytest.approx(0.350)
+    cfg = load_drives_config("generic_cia402", ROBOT, {"timing": {"max_stall": 0.1}})
+    assert cfg.heartbeat_timeout == pytest.approx(0.300)
+    cfg = load_drives_config("generic_cia402", ROBOT, {"heartbeat": {"timeout_ms": 350}})
+    assert cfg.heartbeat_timeout == pytest.approx(0.350)                     # the least it may be
 
 
 def test_missing_and_broken_files(tmp_path):

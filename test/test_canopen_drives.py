@@ -50,7 +50,7 @@ def rig(request):
 def rig_hb300():
     """The shipped heartbeat consumer time, 300 ms (the other tests use 1 s), and a short
     TPDO wait (a drive that left the bus sends none)."""
-    with _rig(heartbeat={"timeout_ms": 300}, timing={"tpdo_timeout": 0.01}) as r:
+    with _rig(heartbeat={"timeout_ms": 300}, timing={"tpdo_timeout": 0.01, "max_stall": 0.1}) as r:
         yield r
 
 
@@ -70,6 +70,7 @@ def _plan(loop, t):
 def test_startup_configures_every_drive_over_sdo(rig):
     sim, drives, _ = rig
     assert drives.state is DriveState.DISABLED
+    assert drives.simulated and drives.max_stall == 0.25 and drives.cfg.heartbeat_timeout == 1.0
     for i, d in enumerate(sim.drives):
         assert d.node.nmt.state == "OPERATIONAL"
         assert d.read_param("modes_of_operation") == 8                          # CSP
@@ -103,7 +104,10 @@ def test_trajectory_tracks_over_can(rig):
     t, _ = run(loop, 0.0, 0.1)
     loop.submit_plan(_plan(loop, t))
     t, outs = run(loop, t, 1.3)
-    err = max(np.abs(o.setpoint.q - np.array(o.position)).max() for o in outs)
+    # targets written after the feedback of SYNC k are latched at SYNC k+1 (CiA 301): in CSP
+    # the position follows the setpoint one period late
+    lag = 1 if drives.mode is Mode.POSITION else 0
+    err = max(np.abs(a.setpoint.q - np.array(b.position)).max() for a, b in zip(outs, outs[lag:]))
     assert err < (1e-3 if drives.mode is Mode.POSITION else 5e-4)
     np.testing.assert_allclose(outs[-1].position, [0.1, 0.3, 0.2], atol=3e-4)
     assert any("trajectory finished" in e for o in outs for e in o.events)
@@ -113,15 +117,34 @@ def test_trajectory_tracks_over_can(rig):
     assert sim.time == pytest.approx(drives.stats["syncs"] * DT, rel=1e-9)  # physics time = SYNC count
 
 
+class _LatchedAtNextCycle(SimulatedDriveSet):
+    """The simulated backend with the timing of synchronous RPDOs: targets written in cycle k
+    act from cycle k+1 on (the drives latch them at the next SYNC)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._next = None
+
+    def write(self, torque=None, position=None, velocity=None):
+        self._next = dict(torque=torque, position=position, velocity=velocity)
+
+    def cycle(self, dt):
+        super().cycle(dt)
+        if self._next is not None and self.state is DriveState.ENABLED:
+            super().write(**self._next)
+        self._next = None
+
+
 def test_cst_over_can_runs_the_same_physics_as_the_simulated_backend(rig):
-    """The same plan in torque mode: over CAN, and on the physics-simulated backend."""
+    """The same plan in torque mode: over CAN, and on the physics-simulated backend with the
+    same one-period latch of the targets."""
     sim, drives, _ = rig
     drives.close()
     runs = {}
     channel = rig[2]
     can_drives = drives_on(channel, mode="torque")
     try:
-        for name, dr in (("can", can_drives), ("sim", SimulatedDriveSet("nt_robot", counts_per_rev=2 ** 17))):
+        for name, dr in (("can", can_drives), ("sim", _LatchedAtNextCycle("nt_robot", counts_per_rev=2 ** 17))):
             loop = ControlLoop(MODEL, dr, LoopConfig(rate=1 / DT, feedforward="model"))
             loop.activate()
             t, _ = run(loop, 0.0, 0.02)
@@ -191,12 +214,12 @@ def test_frames_sync_period_and_pdo_contents():
         thread = LoopThread(loop, lambda out: None, clock=time.monotonic)
         n0 = frames.mark()
         thread.start()
-        time.sleep(0.8)
+        wait_until(lambda: sum(cob == 0x80 for _, cob, _ in frames.since(n0)) > 200, timeout=20.0, step=0.05)
         thread.stop()
         assert thread.error is None
         syncs = np.array([ts for ts, cob, _ in frames.since(n0) if cob == 0x80])
         periods = np.diff(syncs)
-        assert len(periods) > 150
+        assert len(periods) > 150                             # however slowly this machine runs
         # one SYNC per loop cycle, at the period the loop achieved ...
         loop_periods = loop.stats.periods[:min(loop.stats.n, len(loop.stats.periods))]
         assert np.median(periods) == pytest.approx(np.median(loop_periods), rel=0.05)
@@ -285,7 +308,7 @@ def test_commands_never_reach_a_drive_that_is_not_enabled(rig):
 
 
 def _moving(sim, drives, mode="position"):
-    loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model"))
+    loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model", max_stall=drives.max_stall))
     loop.activate()
     t, _ = run(loop, 0.0, 0.05)
     loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [2.0], [[0.5, 0.4, 0.3]]))
@@ -326,6 +349,19 @@ def test_heartbeat_lost_during_motion_stops_every_axis_until_reset(rig_hb300):
     loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [0.5], [[0.2, 0.2, 0.2]]))
     t, outs = run(loop, t, 0.7)
     np.testing.assert_allclose(outs[-1].position, [0.2, 0.2, 0.2], atol=1e-3)
+
+
+def test_a_stalled_loop_quick_stops_every_drive(rig):
+    """max_stall comes from the drives config (drives.max_stall); a longer gap between
+    control cycles quick-stops all three drives, and says so."""
+    sim, drives, _ = rig
+    loop, t = _moving(sim, drives)
+    assert loop.cfg.max_stall == drives.max_stall == 0.25
+    out = loop.cycle(t, elapsed=drives.max_stall + 0.05)
+    assert "control loop stalled for 300 ms (max_stall 250 ms)" in loop.stopped_reason
+    assert any(e.startswith("quick stop: control loop stalled") for e in out.events)
+    assert [d.state for d in sim.drives] == [State.QUICK_STOP_ACTIVE] * 3
+    assert [ax.quick_stop for ax in drives.axes] == ["confirmed"] * 3          # by SDO: they answer
 
 
 def test_emcy_during_motion_stops_every_axis_with_the_code(rig):
@@ -394,8 +430,9 @@ def test_a_drive_fault_of_its_own_is_reported_with_its_error_code(rig):
     target = list(fb.position)
     target[1] += 0.5                                        # a jump beyond the following error window
     drives.write(position=target)
-    drives.cycle(DT)
-    fb = drives.read()
+    for _ in range(2):                 # latched at the next SYNC, found at the one after it
+        drives.cycle(DT)
+        fb = drives.read()
     assert fb.state is DriveState.FAULT
     assert "0x8611 (following error)" in fb.faults[1]
     assert sim.drives[1].state is State.FAULT

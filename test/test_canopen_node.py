@@ -37,9 +37,10 @@ def _close(client, node):
 
 
 def _config(tmp_path, base, timeout_ms):
-    """``base`` with a heartbeat consumer time that a loaded test machine does not miss."""
+    """``base`` with a heartbeat consumer time and SDO timeout that a loaded test machine
+    does not miss (the simulated drives share the test process with rclpy)."""
     p = tmp_path / f"{base}_test.yaml"
-    p.write_text(f"base: {base}\nheartbeat: {{timeout_ms: {timeout_ms}}}\n")
+    p.write_text(f"base: {base}\nheartbeat: {{timeout_ms: {timeout_ms}}}\ntiming: {{sdo_timeout: 0.5}}\n")
     return p
 
 

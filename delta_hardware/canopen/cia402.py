@@ -1,4 +1,5 @@
-"""The CiA 402 drive state machine ("device control"), as pure functions and tables.
+"""The CiA 402 drive state machine ("device control"): tables, pure functions, and the
+master's stepping along it (:func:`drive_to`).
 
 A CiA 402 drive is steered by its **controlword** (object 0x6040) and reports its state in its
 **statusword** (object 0x6041). Both sides of the bus use this module: the master
@@ -19,12 +20,16 @@ States (CiA 402 part 2, figure "state machine of the drive")::
 
 Only in *operation enabled* does a drive follow its targets; this stack never sends targets to
 a drive in any other state.
+
+The master steps a drive along this machine with :func:`drive_to`: one controlword written
+by SDO, the statusword read back, until the drive is where it should be (bounded in time).
 """
 from __future__ import annotations
 
 import enum
+import time
 
-from delta_hardware.drives.interface import DriveState
+from delta_hardware.drives.interface import DriveError, DriveState
 
 
 class State(enum.Enum):
@@ -197,6 +202,40 @@ def next_command(current: State | None, target: State) -> Command | None:
     raise ValueError(f"next_command: target must be operation enabled or switch on disabled, got {target}")
 
 
+def drive_to(axis, target: State, timeout: float) -> None:
+    """Step the drive ``axis`` to ``target`` (operation enabled or switch on disabled).
+
+    ``axis`` is a :class:`~delta_hardware.canopen.axis.Axis` (anything with ``read_state()``,
+    ``write_controlword(value)``, ``error_text()``, ``values`` and ``label``). Each step
+    writes the controlword of :func:`next_command` and reads the statusword back, so every
+    transition is confirmed by the drive; a fault reset is a rising edge of bit 7 (0x0000,
+    then 0x0080). Raises :class:`DriveError` naming the axis, the state it stays in and its
+    statusword if ``target`` is not reached within ``timeout`` s, and at once for a drive in
+    fault on the way to operation enabled (it needs a reset first).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        st = axis.read_state()
+        if st is target:
+            return
+        if st in (State.FAULT, State.FAULT_REACTION_ACTIVE) and target is State.OPERATION_ENABLED:
+            raise DriveError(f"{axis.label} is in fault ({axis.error_text()}): reset first")
+        if time.monotonic() > deadline:
+            sw = axis.values["statusword"]
+            more = f", {axis.error_text()}" if st is State.FAULT else ""
+            raise DriveError(f"{axis.label} stays in {st.value if st else 'an undefined state'} "
+                             f"(statusword 0x{sw:04X}{more}) after {timeout:.2f} s on the way to {target.value}")
+        cmd = next_command(st, target)
+        if cmd is Command.FAULT_RESET:
+            axis.write_controlword(0x0000)                 # bit 7 low first: a rising edge
+            axis.write_controlword(Command.FAULT_RESET.value)
+            time.sleep(0.01)
+        elif cmd is not None:
+            axis.write_controlword(cmd.value)
+        else:
+            time.sleep(0.002)                               # an automatic transition
+
+
 def to_drive_state(state: State | None) -> DriveState:
     """The drive interface's coarser state of one axis."""
     if state is State.OPERATION_ENABLED:
@@ -239,9 +278,11 @@ ERROR_CODES = {
     0x7500: "communication",
     0x8110: "CAN overrun (objects lost)",
     0x8120: "CAN in error passive mode",
+    0x8100: "communication (e.g. SYNC timeout)",
     0x8130: "life guard / heartbeat error",
     0x8140: "recovered from bus off",
     0x8210: "PDO not processed due to length error",
+    0x8250: "RPDO timeout",
     0x8400: "velocity speed controller",
     0x8611: "following error",
     0x8612: "reference limit",

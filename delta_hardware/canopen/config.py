@@ -93,7 +93,8 @@ class DrivesConfig:
     tpdo: list
     axes: list                           # AxisUnits per axis
     heartbeat_ms: int                    # 0x1017 written to every drive
-    heartbeat_timeout: float             # s without a heartbeat -> the drive is lost
+    heartbeat_timeout: float             # s without a heartbeat -> the drive is lost (consumer time)
+    max_stall: float                     # s the drives may run on their last targets unanswered
     interpolation_period: float | None   # s (None: 1 / control rate)
     sdo_timeout: float
     startup_timeout: float
@@ -137,9 +138,10 @@ _TOP = {"name", "description", "base", "eds", "node_ids", "mode", "heartbeat", "
 _SCALING = {"counts_per_rev", "gear_ratio", "rated_torque", "velocity_unit", "direction", "offset"}
 _SECTIONS = {
     "heartbeat": {"producer_ms", "timeout_ms"},
-    "timing": {"sdo_timeout", "startup_timeout", "state_timeout", "tpdo_timeout"},
+    "timing": {"max_stall", "sdo_timeout", "startup_timeout", "state_timeout", "tpdo_timeout"},
     "limits": {"max_torque", "software_position_limits", "position_limit_margin", "following_error_window"},
-    "simulation": {"position_gains", "velocity_gain", "drive_rate", "torque_noise", "velocity_noise"},
+    "simulation": {"position_gains", "velocity_gain", "drive_rate", "torque_noise", "velocity_noise",
+                   "sync_timeout"},
 }
 
 
@@ -311,16 +313,26 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
         if rnames.count(n) > 1:
             r.fail(f"pdo.{mode_name}.rpdo", f"maps {n} twice")
 
+    t = data.get("timing") or {}
+    max_stall = r.number(t.get("max_stall", 0.25), "timing.max_stall", 0, 10, lo_open=True)
     hb = data.get("heartbeat") or {}
     heartbeat_ms = r.number(hb.get("producer_ms", 100), "heartbeat.producer_ms", 1, 65535, integer=True)
-    timeout_ms = r.number(hb.get("timeout_ms", 3 * heartbeat_ms), "heartbeat.timeout_ms", heartbeat_ms, 600000)
-    if timeout_ms <= heartbeat_ms:
-        r.fail("heartbeat.timeout_ms", f"must be longer than producer_ms ({heartbeat_ms}), got {timeout_ms}")
+    tm = hb.get("timeout_ms", "auto")
+    if tm in ("auto", None):
+        timeout_ms = consumer_time_ms(heartbeat_ms, max_stall)
+    else:
+        timeout_ms = r.number(tm, "heartbeat.timeout_ms", heartbeat_ms, 600000)
+        if timeout_ms <= heartbeat_ms:
+            r.fail("heartbeat.timeout_ms", f"must be longer than producer_ms ({heartbeat_ms}), got {timeout_ms}")
+        least = heartbeat_ms + 1000.0 * max_stall
+        if timeout_ms < least:
+            r.fail("heartbeat.timeout_ms", f"must be at least producer_ms + timing.max_stall = {least:g} ms "
+                                           f"(a stall that max_stall tolerates must not read as a lost "
+                                           f"heartbeat), got {timeout_ms:g}")
 
     ip = data.get("interpolation_period", "auto")
     interp = None if ip in ("auto", None) else r.number(ip, "interpolation_period", 0, 0.255, lo_open=True)
 
-    t = data.get("timing") or {}
     sdo_timeout = r.number(t.get("sdo_timeout", 0.1), "timing.sdo_timeout", 0, 10, lo_open=True)
     startup_timeout = r.number(t.get("startup_timeout", 0.5), "timing.startup_timeout", 0, 60, lo_open=True)
     state_timeout = r.number(t.get("state_timeout", 0.5), "timing.state_timeout", 0, 60, lo_open=True)
@@ -390,17 +402,35 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
         "drive_rate": r.number(sim.get("drive_rate", 1000.0), "simulation.drive_rate", 0, lo_open=True),
         "torque_noise": r.number(sim.get("torque_noise", 0.0), "simulation.torque_noise", 0),
         "velocity_noise": r.number(sim.get("velocity_noise", 0.0), "simulation.velocity_noise", 0),
+        "sync_timeout": r.number(sim.get("sync_timeout", 1.0), "simulation.sync_timeout", 0, 600),
     }
     return DrivesConfig(
         name=name, source=str(path), description=str(data.get("description", "")).strip(),
         node_ids=tuple(ids), mode=mode, eds=eds, objects=objects, rpdo=maps["rpdo"], tpdo=maps["tpdo"],
-        axes=axes, heartbeat_ms=heartbeat_ms, heartbeat_timeout=timeout_ms / 1000.0,
+        axes=axes, heartbeat_ms=heartbeat_ms, heartbeat_timeout=timeout_ms / 1000.0, max_stall=max_stall,
         interpolation_period=interp, sdo_timeout=sdo_timeout, startup_timeout=startup_timeout,
         state_timeout=state_timeout, tpdo_timeout=tpdo_timeout, max_torque=max_torque,
         software_limits=software_limits, position_limit_margin=margin, following_error_window=few,
         quick_stop_option_code=qso, write_rated_torque=bool(data.get("write_rated_torque", True)),
         check_encoder_resolution=bool(data.get("check_encoder_resolution", False)),
         simulate=bool(data.get("simulate", False)), sim=sim_out)
+
+
+def consumer_time_ms(producer_ms: float, max_stall: float) -> float:
+    """The default heartbeat consumer time (ms) for a producer time and the master's ``max_stall`` (s).
+
+    CiA 301 only asks consumer time > producer time; installations use 1.5-3 producer
+    periods for the drive's own jitter. A master on a general-purpose host adds its own: a
+    stall of up to ``max_stall`` does not stop the robot (beyond it the loop quick-stops), so
+    it must not read as a lost heartbeat either. Hence one producer period, plus the longest
+    tolerated stall, plus one more producer period of margin::
+
+        T_consumer = 2 T_producer + max_stall
+
+    >>> consumer_time_ms(100, 0.25)
+    450.0
+    """
+    return 2.0 * producer_ms + 1000.0 * max_stall
 
 
 def interpolation_period_encoding(period: float) -> tuple[int, int]:

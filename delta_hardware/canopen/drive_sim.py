@@ -8,14 +8,20 @@ EMCY producer) on a python-can bus, with what a real drive adds on top:
   received in an RPDO;
 * PDOs as the master maps them over SDO (0x1400/0x1600 RPDO, 0x1800/0x1A00 TPDO
   communication and mapping parameters), processed in NMT operational only: synchronous
-  RPDOs are applied at the next SYNC, synchronous TPDOs (transmission type 1..240) sent on
+  RPDOs are latched at the next SYNC, synchronous TPDOs (transmission type 1..240) sent on
   every n-th SYNC;
-* on SYNC the robot physics is stepped by the interpolation period (0x60C2), so simulated
-  time follows the SYNC count (deterministic in tests): cyclic synchronous position (the
-  drive's own PD loop, gains from the drives config, torque offset 0x60B2 and velocity offset
-  0x60B1 as feedforward), velocity, or torque (0x6071 per-mille of 0x6076, plus the torque
-  offset), limited to 0x6072;
-* faults: following error (0x8611), the mechanism leaving its workspace, or injected ones
+* on SYNC k, in this order (CiA 301 synchronous PDOs): the physics steps by one
+  interpolation period (0x60C2) under the targets latched at SYNC k-1, which applied since;
+  the actual values are sampled and the TPDOs sent; then the RPDO data received since SYNC
+  k-1 is latched as the targets of the next period. Simulated time is the SYNC count times
+  the period (deterministic in tests), so a slow host slows the simulation instead of
+  breaking it: the drives' time only passes when the master's SYNC comes. Modes: cyclic
+  synchronous position (the drive's own PD loop, gains from the drives config, torque offset
+  0x60B2 and velocity offset 0x60B1 as feedforward), velocity, or torque (0x6071 per-mille of
+  0x6076, plus the torque offset), limited to 0x6072;
+* faults: following error (0x8611), the mechanism leaving its workspace, no SYNC for
+  ``simulation.sync_timeout`` while enabled (0x8100: a real drive faults when its master
+  falls silent, whatever it last commanded), or injected ones
   (:meth:`SimulatedCia402Drives.inject_fault`) put a drive in fault and send an EMCY with the
   code; fault reset clears it once the cause is gone.
 
@@ -24,15 +30,15 @@ Behind the bus is the same physics as the ``sim`` backend: a
 dynamics with friction); the arms are braked unless all three drives are in operation
 enabled.
 
-Run it in its own process (``udp_multicast`` or ``socketcan``) for a master in another::
+Run it in its own process (``udp_multicast`` or ``socketcan``) for a master in another
+(the command line: :mod:`.sim_cli`)::
 
     delta-drive-sim --interface udp_multicast --channel 239.74.163.2 --robot nt_robot \\
         --drives-config generic_cia402
 """
 from __future__ import annotations
 
-import argparse
-import signal
+import math
 import struct
 import sys
 import threading
@@ -47,14 +53,16 @@ from delta_hardware.canopen import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.bus import open_bus
 from delta_hardware.canopen.cia402 import Command, State
-from delta_hardware.canopen.config import DrivesConfig, DrivesConfigError, load_drives_config
-from delta_hardware.drives.interface import DriveError, DriveState, Mode
+from delta_hardware.canopen.config import DrivesConfig, load_drives_config
+from delta_hardware.drives.interface import DriveState, Mode
 from delta_hardware.drives.simulated import SimulatedDriveSet
 
 SYNC_COB_ID = 0x80
 ERROR_REGISTER_BITS = {0x2: 0x02, 0x3: 0x04, 0x4: 0x08, 0x8: 0x10}   # code class -> 0x1001 bit
 WORKSPACE_FAULT = 0xFF01             # device specific: the simulated mechanism left its workspace
 MODE_FAULT = 0x6320                  # parameter error: the three drives are in different modes
+SYNC_FAULT = 0x8100                  # communication: no SYNC for simulation.sync_timeout while enabled
+DEVICE_NAME = "delta-drive-sim"      # 0x1008 manufacturer device name: how a master knows it is simulated
 
 
 class _Pdo:
@@ -104,11 +112,16 @@ class SimulatedDrive:
         self.params: dict = {}
         self.dirty = True
         self.heartbeat_enabled = True
+        self.enabled_at = 0.0                  # monotonic time it entered operation enabled
         self._subscribed: list[int] = []
         self.init_store()
 
     def init_store(self) -> None:
-        """What this drive's hardware sets itself: its encoder resolution and motor rated torque."""
+        """What this drive's hardware sets itself: its encoder resolution, motor rated torque
+        and device name (0x1008: ``delta-drive-sim (<drives config>)``)."""
+        if 0x1008 in self.od:
+            name = f"{DEVICE_NAME} ({self.owner.cfg.name})".encode()
+            self.node.data_store.setdefault(0x1008, {})[0] = name
         defaults = {"encoder_increments": self.units.scaling.counts_per_rev, "motor_revolutions": 1,
                     "rated_torque": int(round(self.units.scaling.rated_torque * 1000))}
         for name, value in defaults.items():
@@ -195,6 +208,7 @@ class SimulatedDrive:
             self.following_error = False
             self.owner.send_emcy(self, 0x0000, 0)       # "error reset / no error"
         if self.state is State.OPERATION_ENABLED and before is not State.OPERATION_ENABLED:
+            self.enabled_at = time.monotonic()
             # like a real CSP drive: hold where it is until the first target arrives
             self.targets.update(target_position=self.actual["position_actual"], target_velocity=0,
                                 target_torque=0, velocity_offset=0, torque_offset=0)
@@ -270,7 +284,8 @@ class SimulatedDrive:
                         self._apply_rpdo(pdo, bytes(data))
 
     def latch(self) -> None:
-        """Apply the RPDO data received since the last SYNC (synchronous RPDOs)."""
+        """Apply the RPDO data received since the last SYNC (synchronous RPDOs): the targets
+        of the next interpolation period."""
         for pdo in self.rpdos:
             data = self.pending.pop(pdo.slot, None)
             if data is not None:
@@ -315,8 +330,13 @@ class SimulatedCia402Drives:
     ``payload``: the physics if it differs; ``drives_config``: name, path or a loaded
     :class:`~delta_hardware.canopen.config.DrivesConfig`; ``absent``: axes (0-2) whose drive
     is not on the bus; ``initial_position``: platform position (m) to start from;
-    ``realtime``: step the physics by the time between SYNCs as received (at most 5
-    interpolation periods) instead of one interpolation period per SYNC.
+    ``realtime``: step the physics by the time between the master's SYNCs (from the frames'
+    timestamps, so not stretched by this process's own lag; at least 0, at most 5
+    interpolation periods) instead of one interpolation period per SYNC: for a master that
+    runs its trajectories on the wall clock.
+
+    :attr:`enabled_time`: simulated seconds stepped with all three drives in operation
+    enabled (the time the robot moved under the master's targets).
     """
 
     def __init__(self, robot="nt_robot", interface="virtual", channel="vcan0", drives_config="",
@@ -334,8 +354,11 @@ class SimulatedCia402Drives:
         self._rng = np.random.default_rng(seed)
         self.lock = threading.RLock()
         self.sync_count = 0
+        self.enabled_time = 0.0
         self._last_sync = None
+        self._last_sync_stamp = None
         self._sync_periods = np.zeros(100000)
+        self._closing = threading.Event()
         self.interface, self.channel = interface, channel
         self.bus = open_bus(interface, channel, **(bus_options or {}))
         self.network = canopen.Network(self.bus)
@@ -354,6 +377,8 @@ class SimulatedCia402Drives:
         self._update_actual()
         for d in self.present:
             self._boot(d)
+        self._watchdog = threading.Thread(target=self._watch_sync, name="drive_sim_sync_watchdog", daemon=True)
+        self._watchdog.start()
 
     @property
     def present(self):
@@ -389,22 +414,46 @@ class SimulatedCia402Drives:
 
     # ------------------------------------------------------------------ SYNC: one interpolation period
     def _on_sync(self, can_id, data, timestamp):
+        """SYNC k: step under the targets latched at SYNC k-1, sample and send the TPDOs,
+        then latch the RPDOs received since SYNC k-1."""
         now = time.monotonic()
         with self.lock:
             if self._last_sync is not None:
                 self._sync_periods[self.sync_count % len(self._sync_periods)] = now - self._last_sync
-            since = None if self._last_sync is None else now - self._last_sync
+            since = None if self._last_sync_stamp is None else max(timestamp - self._last_sync_stamp, 0.0)
             self._last_sync = now
+            self._last_sync_stamp = timestamp
             self.sync_count += 1
             drives = self.present
             for d in drives:
                 if d.dirty:
                     d.refresh()
-                d.latch()
             self._step(drives, since)
             self._update_actual()
             for d in drives:
                 d.send_tpdos(self.sync_count)
+            for d in drives:
+                d.latch()
+
+    def _watch_sync(self, interval: float = 0.02) -> None:
+        """A drive in operation enabled without SYNC for ``simulation.sync_timeout`` faults
+        (0x8100), as a real drive does when its master falls silent. Not after a stall of
+        this process itself: then SYNCs may be waiting unread, and the clock restarts."""
+        last = time.monotonic()
+        grace = last
+        while not self._closing.wait(interval):
+            now = time.monotonic()
+            if now - last > 5 * interval:
+                grace = now
+            last = now
+            timeout = self.cfg.sim["sync_timeout"]
+            if not timeout:
+                continue
+            with self.lock:
+                seen = self._last_sync if self._last_sync is not None else -math.inf
+                for d in self.present:
+                    if d.state is State.OPERATION_ENABLED and now - max(seen, grace, d.enabled_at) > timeout:
+                        d.fault(SYNC_FAULT)
 
     def _step(self, drives, since=None):
         ph = self.physics
@@ -460,6 +509,7 @@ class SimulatedCia402Drives:
                 tau.append(rated[i] * pm)
             ph.write(torque=tau)
         ph.cycle(period)
+        self.enabled_time += period
         if ph.state is DriveState.FAULT:
             for d in drives:
                 d.fault(WORKSPACE_FAULT)
@@ -561,70 +611,25 @@ class SimulatedCia402Drives:
     def joint_positions(self):
         return self.physics.read().position
 
-    def close(self) -> None:
+    def close(self) -> bool:
+        """Stop the drives and release the bus; True if the bus was closed cleanly."""
+        self._closing.set()
         with self.lock:
             for d in self.present:
                 d.detach()
         try:
             self.network.disconnect()
         except Exception:
-            pass
+            return False
+        return True
 
 
 # ---------------------------------------------------------------------------- command line
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="delta-drive-sim", description=(
-        "Three simulated CiA 402 servo drives on a CAN bus, the robot's physics behind them. "
-        "Runs until Ctrl-C."))
-    ap.add_argument("--interface", default="udp_multicast",
-                    help="python-can interface: udp_multicast (default; this host only), socketcan, virtual")
-    ap.add_argument("--channel", default="239.74.163.2", help="CAN channel (multicast group, can0, ...)")
-    ap.add_argument("--robot", default="nt_robot", help="robot file: preset name or path")
-    ap.add_argument("--drives-config", default="generic_cia402", help="config/drives/<name>.yaml or a path")
-    ap.add_argument("--true-robot", default=None, help="robot file of the physics, if it differs")
-    ap.add_argument("--payload", type=float, default=0.0, help="kg on the platform the controller does not know")
-    ap.add_argument("--realtime", action="store_true",
-                    help="step the physics by the time between SYNCs, not by the interpolation period")
-    ap.add_argument("--absent", type=int, nargs="*", default=[], help="axes (1-3) whose drive is not on the bus")
-    ap.add_argument("--status-period", type=float, default=0.0, help="s between status lines (0: none)")
-    ap.add_argument("--duration", type=float, default=0.0, help="s to run (0: until Ctrl-C)")
-    a = ap.parse_args(argv)
-    try:
-        sim = SimulatedCia402Drives(a.robot, a.interface, a.channel, a.drives_config, true_robot=a.true_robot,
-                                    payload=a.payload, absent=tuple(k - 1 for k in a.absent),
-                                    realtime=a.realtime)
-    except (DrivesConfigError, DriveError, ValueError, OSError) as e:
-        print(f"delta-drive-sim: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:                                # python-can's errors opening the bus
-        print(f"delta-drive-sim: cannot open {a.interface} {a.channel}: {e}", file=sys.stderr)
-        return 2
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):    # also when started with SIGINT ignored (background)
-        signal.signal(sig, lambda *_: stop.set())
-    ids = ", ".join(str(d.node_id) for d in sim.present)
-    print(f"delta-drive-sim: drives {sim.cfg.name} at node IDs {ids} on {a.interface} {a.channel}, "
-          f"robot {sim.robot.name}; Ctrl-C to stop", flush=True)
-    t0 = time.monotonic()
-    try:
-        while not stop.is_set():
-            stop.wait(a.status_period or 0.2)
-            if a.status_period:
-                with sim.lock:
-                    states = ", ".join(d.state.value if d else "absent" for d in sim.drives)
-                    q = ", ".join(f"{v:+.4f}" for v in sim.joint_positions())
-                print(f"t={sim.time:8.3f} s  SYNC {sim.sync_count}  q=[{q}] rad  [{states}]", flush=True)
-            if a.duration and time.monotonic() - t0 >= a.duration:
-                break
-    except KeyboardInterrupt:
-        pass
-    finally:
-        sim.close()
-    p = sim.sync_periods()
-    stats = (f"; SYNC period p50 {1e3 * np.percentile(p, 50):.3f} ms, p99 {1e3 * np.percentile(p, 99):.3f} ms, "
-             f"max {1e3 * p.max():.3f} ms" if len(p) > 1 else "")
-    print(f"delta-drive-sim: stopped after {sim.sync_count} SYNC ({sim.time:.3f} s simulated){stats}", flush=True)
-    return 0
+    """``delta-drive-sim`` (:mod:`.sim_cli`, which installs its signal handlers before it
+    imports this module)."""
+    from delta_hardware.canopen.sim_cli import main as cli_main
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,233 @@
+"""The cyclic exchange (CiA 301 7.2.2 PDO, 7.2.5 SYNC): RPDOs out, SYNC, TPDOs back.
+
+One control cycle of the backend::
+
+    cycle():  SYNC k                     drives: step one period under the targets latched
+                                                 at SYNC k-1, sample, TPDOs, latch the RPDOs
+                                                 received since SYNC k-1
+    read():   wait (bounded) for the TPDOs of SYNC k  ->  actual values of time k
+    write():  RPDOs at once              drives: store them; latched at SYNC k+1
+
+Synchronous RPDOs take effect at the next SYNC, so a target computed from the feedback of
+SYNC k acts from SYNC k+1 on: one period of latency, the least a SYNC-driven bus allows.
+
+**A SYNC waits for the answers to the previous one.** While the drives run on targets and a
+drive that is not yet declared lost still owes TPDOs of the last SYNC,
+:meth:`CyclicExchange.sync` sends no new SYNC (the cycle counts as *withheld*). With real
+drives the TPDOs always come within the period and nothing changes. With drives that fall
+behind (simulated ones on a busy host, a drive process paused), no SYNCs pile up in their
+receive queue: each SYNC stands for one interpolation period the drives will run under
+their last targets, and a drive catching up on a backlog of them would run that long
+without control. So a slow drive slows the exchange instead of running ahead of its
+master, and every TPDO received answers the last SYNC sent. A drive silent for
+``max_stall`` is declared lost by :mod:`.monitor` and no longer waited for. While disabled
+or stopped (brakes on) SYNC goes out every cycle.
+
+**Quick stop without SDO.** A drive that does not answer cannot confirm an SDO; its quick
+stop rides on its RPDO instead (:meth:`CyclicExchange.transmit_quick_stop`: controlword
+0x0002 with zero torque and velocity offsets, CST target torque 0, the position target
+held), sent again before every SYNC until the drive is back and confirms by SDO. Whenever
+the drive listens again, the first SYNC it latches carries the quick stop.
+"""
+from __future__ import annotations
+
+import struct
+import time
+
+import numpy as np
+
+from delta_hardware.canopen.cia402 import Command
+
+
+class Ring:
+    """The last ``size`` samples of a statistic (e.g. SYNC periods), with a summary in ms."""
+
+    def __init__(self, size: int = 10000):
+        self.a = np.zeros(size)
+        self.n = 0
+
+    def add(self, v: float) -> None:
+        self.a[self.n % len(self.a)] = v
+        self.n += 1
+
+    def values(self) -> np.ndarray:
+        return self.a[:min(self.n, len(self.a))]
+
+    def summary(self, scale: float = 1e3) -> dict:
+        v = self.values()
+        if not len(v):
+            return {}
+        return {"mean": scale * float(v.mean()), "p50": scale * float(np.percentile(v, 50)),
+                "p99": scale * float(np.percentile(v, 99)), "max": scale * float(v.max()),
+                "std": scale * float(v.std())}
+
+
+def hold_targets(counts: int | None = None) -> dict:
+    """Targets that move nothing: controlword enable operation, target position ``counts``
+    (the actual position), every velocity and torque 0."""
+    return {"controlword": Command.ENABLE_OPERATION.value, "target_position": counts or 0,
+            "target_velocity": 0, "target_torque": 0, "velocity_offset": 0, "torque_offset": 0}
+
+
+class CyclicExchange:
+    """SYNC, RPDOs and TPDOs of ``axes`` on ``network``.
+
+    ``lock`` (a ``threading.Condition``) guards the feedback cache of the axes and the SYNC
+    bookkeeping; TPDO arrival notifies it. ``tpdo_timeout``: how long :meth:`wait` waits
+    after the cycle began. ``stats``: ``syncs`` sent, ``withheld`` cycles, ``late`` reads,
+    ``rpdo_frames``, ``sync_period`` and ``latency`` (SYNC -> all TPDOs) rings.
+    ``recorder(kind, time, data)``, if set: ``"sync"`` with the targets the drives latch at
+    that SYNC (one dict per axis, or None if none were sent since the previous one),
+    ``"tpdo"`` with (axis index, {object: value}).
+    """
+
+    def __init__(self, network, axes, lock, tpdo_timeout: float):
+        self.network = network
+        self.axes = axes
+        self.lock = lock
+        self.tpdo_timeout = tpdo_timeout
+        self.stats = {"syncs": 0, "late": 0, "withheld": 0, "rpdo_frames": 0,
+                      "sync_period": Ring(), "latency": Ring()}
+        self.recorder = None
+        self.sync_time = 0.0
+        self._expected: set = set()              # (axis, slot) that owe a TPDO for the last SYNC
+        self._got: set = set()
+        self._cycle = 0                          # control cycles begun (SYNC sent or withheld)
+        self._cycle_time = 0.0
+        self._read_cycle = -1                    # the cycle whose answers read() waited for
+        self._fresh = False
+        self._last_sync_sent = None
+        self._latched = None                     # targets sent since the last SYNC (recorder)
+
+    # ------------------------------------------------------------------ TPDOs (notifier thread)
+    def attach(self, ax) -> None:
+        """Decode the TPDOs of ``ax`` as mapped now (after :func:`.pdo_map.map_pdos`)."""
+        for p in ax.tpdos:
+            if p.callback is None:
+                p.callback = lambda cid, data, ts, ax=ax, p=p: self._on_tpdo(ax, p, data)
+                self.network.subscribe(p.cob_id, p.callback)
+
+    def detach(self, ax) -> None:
+        for p in ax.tpdos:
+            if p.callback is not None:
+                try:
+                    self.network.unsubscribe(p.cob_id, p.callback)
+                except (KeyError, ValueError):
+                    pass
+                p.callback = None
+
+    def _on_tpdo(self, ax, p, data) -> None:
+        now = time.monotonic()
+        try:
+            values = p.unpack(data)
+        except struct.error:
+            return
+        with self.lock:
+            stamp = self.sync_time
+            for name, v in values.items():
+                if name == "statusword":
+                    if stamp < ax.stamp:
+                        continue                       # older than an SDO read of the statusword
+                    ax.stamp = stamp
+                ax.values[name] = v
+            ax.answered_time = now
+            if self.recorder is not None:
+                self.recorder("tpdo", now, (ax.index, values))
+            key = (ax.index, p.slot)
+            if key in self._expected and key not in self._got:
+                self._got.add(key)
+                if not self._missing():
+                    self.stats["latency"].add(now - self.sync_time)
+                    self.lock.notify_all()
+
+    def _missing(self) -> set:
+        return {i for i, s in self._expected if (i, s) not in self._got and not self.axes[i].lost}
+
+    def missing(self) -> set:
+        """Indices of the axes (not lost) whose TPDOs of the last SYNC are not all in."""
+        with self.lock:
+            return self._missing()
+
+    # ------------------------------------------------------------------ RPDOs
+    def transmit(self, commands) -> int:
+        """Send the RPDOs of every axis with ``commands`` (one dict of object values per
+        axis) now; the drives latch them at the next SYNC. Returns the number of frames."""
+        frames = [(p.cob_id, p.pack(c)) for ax, c in zip(self.axes, commands) for p in ax.rpdos]
+        for cob, data in frames:
+            self.network.send_message(cob, data)
+        self.stats["rpdo_frames"] += len(frames)
+        self._latched = [dict(c) for c in commands]
+        return len(frames)
+
+    def transmit_quick_stop(self, ax, held: dict) -> None:
+        """The RPDOs of ``ax`` with controlword quick stop (0x0002), zero torques and
+        velocities and the position target ``held["target_position"]``."""
+        c = dict(hold_targets(held.get("target_position")), controlword=Command.QUICK_STOP.value)
+        for p in ax.rpdos:
+            self.network.send_message(p.cob_id, p.pack(c))
+        self.stats["rpdo_frames"] += len(ax.rpdos)
+
+    # ------------------------------------------------------------------ SYNC
+    def begin_cycle(self, now: float) -> set:
+        """A control cycle begins: returns the axes still owing TPDOs of the last SYNC (for
+        :meth:`.monitor.Monitor.count_silence`)."""
+        with self.lock:
+            self._cycle += 1
+            self._cycle_time = now
+            return self._missing()
+
+    def restart(self) -> None:
+        """Forget the TPDOs owed for the last SYNC (after a reset or enable: a drive
+        configured again does not answer a SYNC from before)."""
+        with self.lock:
+            self._expected = set()
+            self._got = set()
+
+    def sync(self, now: float, wait_for_answers: bool = True) -> bool:
+        """Send SYNC; but with ``wait_for_answers`` (the drives are running on targets) not
+        while a drive that is not lost still owes TPDOs of the previous one: then the cycle
+        is withheld (returns False). Raises python-can's errors."""
+        with self.lock:
+            if wait_for_answers and self._missing():
+                self.stats["withheld"] += 1
+                return False
+            self._got = set()
+            self._expected = {(ax.index, p.slot) for ax in self.axes if not ax.lost for p in ax.tpdos}
+            self.sync_time = now
+            latched, self._latched = self._latched, None
+        try:
+            self.network.sync.transmit()
+        except Exception:
+            with self.lock:
+                self._expected = set()              # nothing owed for a SYNC that did not go out
+            raise
+        if self._last_sync_sent is not None:
+            self.stats["sync_period"].add(now - self._last_sync_sent)
+        self._last_sync_sent = now
+        self.stats["syncs"] += 1
+        if self.recorder is not None:
+            self.recorder("sync", now, latched)
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait (once per control cycle, until ``tpdo_timeout`` after the cycle began, or
+        ``timeout`` s from now) for the TPDOs of the last SYNC. True if they are all in
+        (the feedback is of the last SYNC); a cycle whose wait ends without them counts as
+        late."""
+        with self.lock:
+            if timeout is None:
+                if self._read_cycle == self._cycle:
+                    return self._fresh
+                self._read_cycle = self._cycle
+                deadline = self._cycle_time + self.tpdo_timeout
+            else:
+                deadline = time.monotonic() + timeout
+            while self._missing():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.lock.wait(left)
+            self._fresh = not self._missing()
+            if not self._fresh and timeout is None:
+                self.stats["late"] += 1
+            return self._fresh
