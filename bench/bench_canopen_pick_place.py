@@ -36,7 +36,8 @@ from delta_dynamics.kinematics import inverse_kinematics  # noqa: E402
 from delta_dynamics.model import DeltaModel  # noqa: E402
 from delta_dynamics.trajectories import pick_place  # noqa: E402
 from delta_hardware.canopen.backend import CanopenDriveSet  # noqa: E402
-from delta_hardware.control_loop import ControlLoop, LoopConfig, LoopThread, realtime_friendly  # noqa: E402
+from delta_hardware.control_loop import ControlLoop, LoopConfig  # noqa: E402
+from delta_hardware.loop_thread import LoopThread, realtime_friendly  # noqa: E402
 from delta_hardware.drives import DriveError  # noqa: E402
 from delta_hardware.trajectory_plan import build_plan  # noqa: E402
 
