@@ -12,7 +12,11 @@ conventions, so code written against one works on the other by swapping the modu
 * :mod:`.dynamics`: the Lagrangian model with multipliers (eqs. 9-14), carriage forces,
   the multipliers lambda, forward dynamics, energy, the regressor;
 * :mod:`.simulate`: fixed-step and adaptive integration;
+* :mod:`.identification`: the parameter set for :mod:`delta_dynamics.identification`;
 * :mod:`.demo`: the paper's Figs. 4 and 5.
+
+:mod:`delta_dynamics.kinds` picks the model class and these modules (or the rotary ones)
+for any robot file.
 
 Conventions: ``docs/conventions.md`` ("Linear Delta").
 """
