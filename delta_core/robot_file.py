@@ -94,6 +94,11 @@ class Limits:
     acceleration: tuple         # rad/s^2, per joint
     torque: tuple               # N m, per joint
 
+    @property
+    def effort(self) -> tuple:
+        """The joint effort limit (N m here; N for a linear Delta's carriages)."""
+        return self.torque
+
 
 @dataclass(frozen=True)
 class RobotParameters:
@@ -147,6 +152,123 @@ class RobotParameters:
                 "velocity": list(lim.velocity),
                 "acceleration": list(lim.acceleration),
                 "torque": list(lim.torque),
+            },
+            "gravity": self.gravity,
+        }
+        if self.metadata:
+            d["metadata"] = self.metadata
+        return d
+
+
+# ----------------------------------------------------------------------------- linear Delta
+
+@dataclass(frozen=True)
+class PrismaticGeometry:
+    """Geometry of a linear (prismatic) Delta: three vertical rails (Colombo & Lentini 2020)."""
+
+    rail_radius: float          # m, z axis to each carriage joint A_i (horizontally)
+    platform_radius: float      # m, platform centre to each platform joint P_i
+    rod_length: float           # m, l = |A_i P_i|, one rod of the parallelogram
+    rod_spacing: float          # m, distance between the two rods of a pair
+    rail_angles_deg: tuple      # deg, angle of rail i about z, measured from x
+    tool_offset: float          # m, tool point (nozzle, Q) below the platform centre P (PQ)
+
+
+@dataclass(frozen=True)
+class Carriage:
+    mass: float                 # kg, one carriage (with its half of the rod-pair joints)
+
+
+@dataclass(frozen=True)
+class Rod:
+    mass: float                 # kg, one rod (six in the robot)
+    inertia: float              # kg m^2, about its COM (mid-length), axis across the rod
+
+
+@dataclass(frozen=True)
+class LinearDrive:
+    """Motor and transmission of one carriage: a belt pulley or a lead screw."""
+
+    rotor_inertia: float            # kg m^2, at the motor shaft
+    travel_per_revolution: float    # m of carriage travel per motor revolution
+    torque_constant: float          # N m / A at the motor shaft
+
+    @property
+    def gear_ratio(self) -> float:
+        """Motor radians per metre of carriage travel, 2 pi / travel_per_revolution: the role of
+        the rotary robot's gear ratio (motor angle per joint unit), so
+        ``current * torque_constant * gear_ratio`` is the carriage force (N)."""
+        return 2.0 * math.pi / self.travel_per_revolution
+
+    @property
+    def reflected_inertia(self) -> float:
+        """The rotor's inertia seen at the carriage, ``rotor_inertia * gear_ratio**2`` (kg)."""
+        return self.rotor_inertia * self.gear_ratio ** 2
+
+
+@dataclass(frozen=True)
+class PrismaticMassProperties:
+    carriage: Carriage
+    rod: Rod
+    motor: LinearDrive
+    platform_mass: float        # kg
+    payload_mass: float         # kg
+
+
+@dataclass(frozen=True)
+class PrismaticLimits:
+    position: tuple             # m, ((lo, hi),) * 3, carriage joint height in base_link
+    velocity: tuple             # m/s, per carriage
+    acceleration: tuple         # m/s^2, per carriage
+    force: tuple                # N, per carriage, along the rail
+
+    @property
+    def effort(self) -> tuple:
+        """The carriage force limit (N); ``Limits.effort`` of the rotary robot is its torque."""
+        return self.force
+
+
+@dataclass(frozen=True)
+class PrismaticRobotParameters(RobotParameters):
+    """A linear Delta's robot file (``type: prismatic``), validated. Same top-level fields as
+    :class:`RobotParameters`; ``geometry``, ``mass`` and ``limits`` hold the prismatic
+    classes above and ``friction`` is per carriage (N s/m, N, m/s)."""
+
+    def to_dict(self) -> dict:
+        """The robot file's YAML structure (the inverse of :func:`parse_robot`)."""
+        g, m, f, lim = self.geometry, self.mass, self.friction, self.limits
+        d = {
+            "name": self.name,
+            "type": self.type,
+            "joint_names": list(self.joint_names),
+            "geometry": {
+                "rail_radius": g.rail_radius,
+                "platform_radius": g.platform_radius,
+                "rod_length": g.rod_length,
+                "rod_spacing": g.rod_spacing,
+                "rail_angles_deg": list(g.rail_angles_deg),
+                "tool_offset": g.tool_offset,
+            },
+            "mass_properties": {
+                "carriage": {"mass": m.carriage.mass},
+                "rod": {"mass": m.rod.mass, "inertia": m.rod.inertia},
+                "motor": {"rotor_inertia": m.motor.rotor_inertia,
+                          "travel_per_revolution": m.motor.travel_per_revolution,
+                          "torque_constant": m.motor.torque_constant},
+                "platform": {"mass": m.platform_mass},
+                "payload": {"mass": m.payload_mass},
+            },
+            "friction": {
+                "viscous": list(f.viscous),
+                "coulomb": list(f.coulomb),
+                "stribeck": {"static": list(f.static), "velocity": f.stribeck_velocity},
+                "smoothing_velocity": f.smoothing_velocity,
+            },
+            "limits": {
+                "position": [list(p) for p in lim.position],
+                "velocity": list(lim.velocity),
+                "acceleration": list(lim.acceleration),
+                "force": list(lim.force),
             },
             "gravity": self.gravity,
         }
@@ -303,6 +425,8 @@ def _check_fields(r: "_Reader", node, schema, where: str = "") -> None:
 def parse_robot(data: Any, source: str = "") -> RobotParameters:
     """Validate the YAML structure of a robot file and build :class:`RobotParameters`."""
     r = _Reader(data, source)
+    if r.get("type", "rotary") == "prismatic":
+        return _parse_prismatic(r)
     _check_fields(r, data, SCHEMA)
     name = r.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -310,8 +434,6 @@ def parse_robot(data: Any, source: str = "") -> RobotParameters:
     rtype = r.get("type", "rotary")
     if rtype not in ROBOT_TYPES:
         r.fail("type", f"must be one of {', '.join(ROBOT_TYPES)}, got {rtype!r}")
-    if rtype != "rotary":
-        r.fail("type", f"'{rtype}' is not supported yet (only 'rotary' Delta robots are modelled)")
     joints = r.get("joint_names")
     if (not isinstance(joints, (list, tuple)) or len(joints) != 3
             or not all(isinstance(j, str) and j.strip() for j in joints)):
@@ -420,3 +542,122 @@ def _check_reachable(r: _Reader, geo: Geometry, lim: Limits) -> None:
                f"is too short for the forearm to reach the platform: needs > {min(reach):.4g} m "
                f"(|base_radius - platform_radius + upper_arm_length cos q| within the joint limits), "
                f"got {geo.forearm_length:g}")
+
+
+# ----------------------------------------------------------------------------- linear Delta
+
+#: Every field a linear Delta's robot file (``type: prismatic``) may hold.
+PRISMATIC_SCHEMA = {
+    "name": None, "type": None, "joint_names": None, "gravity": None, "metadata": ...,
+    "geometry": {k: None for k in ("rail_radius", "platform_radius", "rod_length", "rod_spacing",
+                                   "rail_angles_deg", "tool_offset")},
+    "mass_properties": {
+        "carriage": {"mass": None},
+        "rod": {"mass": None, "inertia": None},
+        "motor": {"rotor_inertia": None, "travel_per_revolution": None, "torque_constant": None},
+        "platform": {"mass": None},
+        "payload": {"mass": None},
+    },
+    "friction": {"viscous": None, "coulomb": None, "smoothing_velocity": None,
+                 "stribeck": {"static": None, "velocity": None}},
+    "limits": {"position": None, "velocity": None, "acceleration": None, "force": None},
+}
+
+#: Rail angles of the paper's Fig. 1 (B_1B_2 along +x, B_3 on +y) and of Marlin's towers A, B, C.
+PRISMATIC_RAIL_ANGLES_DEG = (210.0, 330.0, 90.0)
+
+
+def _parse_prismatic(r: _Reader) -> PrismaticRobotParameters:
+    """:func:`parse_robot` for ``type: prismatic`` (fields: ``docs/robot_file.md``)."""
+    _check_fields(r, r.data, PRISMATIC_SCHEMA)
+    name = r.get("name")
+    if not isinstance(name, str) or not name.strip():
+        r.fail("name", f"must be a non-empty string, got {name!r}")
+    joints = r.get("joint_names")
+    if (not isinstance(joints, (list, tuple)) or len(joints) != 3
+            or not all(isinstance(j, str) and j.strip() for j in joints)):
+        r.fail("joint_names", f"must be a list of 3 non-empty names, got {joints!r}")
+    if len(set(joints)) != 3:
+        r.fail("joint_names", f"must be 3 different names, got {joints!r}")
+
+    geo = PrismaticGeometry(
+        rail_radius=r.number("geometry.rail_radius", gt=0),
+        platform_radius=r.number("geometry.platform_radius", ge=0),
+        rod_length=r.number("geometry.rod_length", gt=0),
+        rod_spacing=r.number("geometry.rod_spacing", ge=0),
+        rail_angles_deg=r.triple("geometry.rail_angles_deg", default=list(PRISMATIC_RAIL_ANGLES_DEG)),
+        tool_offset=r.number("geometry.tool_offset", default=0.0),
+    )
+    angles = sorted(a % 360.0 for a in geo.rail_angles_deg)
+    gaps = [angles[1] - angles[0], angles[2] - angles[1], 360.0 - angles[2] + angles[0]]
+    if min(gaps) < 30.0 or max(gaps) > 180.0 - 1e-9:
+        r.fail("geometry.rail_angles_deg",
+               f"must spread the rails around the base (gaps between 30 and 180 deg), got {list(geo.rail_angles_deg)}")
+    if not geo.rail_radius > geo.platform_radius:
+        r.fail("geometry.rail_radius",
+               f"must be > geometry.platform_radius ({geo.platform_radius:g}): with the platform joints "
+               f"as far out as the carriage joints the rods are vertical at the centre, a parallel "
+               f"singularity; got {geo.rail_radius:g}")
+    reach = geo.rail_radius - geo.platform_radius
+    if not geo.rod_length > reach:
+        r.fail("geometry.rod_length",
+               f"is too short for the rods to reach the platform: needs > {reach:.4g} m "
+               f"(rail_radius - platform_radius, the rods' horizontal span at the centre), "
+               f"got {geo.rod_length:g}")
+
+    rod = Rod(mass=r.number("mass_properties.rod.mass", ge=0),
+              inertia=r.number("mass_properties.rod.inertia", ge=0))
+    i_max = rod.mass * geo.rod_length ** 2 / 4.0
+    if rod.inertia > i_max * (1 + 1e-12):
+        r.fail("mass_properties.rod.inertia",
+               f"must be <= mass * rod_length^2 / 4 = {i_max:.6g} (all the mass at the two joints; "
+               f"no rod of that mass and length has more), got {rod.inertia:g}")
+    motor = LinearDrive(
+        rotor_inertia=r.number("mass_properties.motor.rotor_inertia", ge=0),
+        travel_per_revolution=r.number("mass_properties.motor.travel_per_revolution", gt=0),
+        torque_constant=r.number("mass_properties.motor.torque_constant", gt=0, default=1.0),
+    )
+    mass = PrismaticMassProperties(
+        carriage=Carriage(mass=r.number("mass_properties.carriage.mass", ge=0)),
+        rod=rod, motor=motor,
+        platform_mass=r.number("mass_properties.platform.mass", ge=0),
+        payload_mass=r.number("mass_properties.payload.mass", ge=0, default=0.0),
+    )
+
+    coulomb = r.triple("friction.coulomb", ge=0, default=0.0)
+    fr = Friction(
+        viscous=r.triple("friction.viscous", ge=0, default=0.0),
+        coulomb=coulomb,
+        static=r.triple("friction.stribeck.static", ge=0, default=list(coulomb)),
+        stribeck_velocity=r.number("friction.stribeck.velocity", gt=0, default=0.01),
+        smoothing_velocity=r.number("friction.smoothing_velocity", ge=0, default=0.001),
+    )
+
+    pos = r.get("limits.position")
+    if (not isinstance(pos, (list, tuple)) or len(pos) != 3
+            or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pos)):
+        r.fail("limits.position", f"must be 3 pairs [lo, hi] in m, got {pos!r}")
+    position = []
+    for k, (lo, hi) in enumerate(pos):
+        for x in (lo, hi):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
+                r.fail(f"limits.position[{k}]", f"must hold finite numbers, got {[lo, hi]!r}")
+        if not lo < hi:
+            r.fail(f"limits.position[{k}]", f"must have lo < hi, got {[lo, hi]!r}")
+        position.append((float(lo), float(hi)))
+    if max(p[0] for p in position) >= min(p[1] for p in position):
+        r.fail("limits.position", "the three carriages have no common range of motion, so the "
+               f"platform cannot stand on the z axis; got {[list(p) for p in position]!r}")
+    lim = PrismaticLimits(
+        position=tuple(position),
+        velocity=r.triple("limits.velocity", gt=0),
+        acceleration=r.triple("limits.acceleration", gt=0),
+        force=r.triple("limits.force", gt=0),
+    )
+    gravity = r.number("gravity", ge=0, default=9.80665)
+    metadata = r.get("metadata", {})
+    if not isinstance(metadata, dict):
+        r.fail("metadata", f"must be a mapping, got {metadata!r}")
+    return PrismaticRobotParameters(
+        name=name.strip(), type="prismatic", joint_names=tuple(joints), geometry=geo, mass=mass,
+        friction=fr, limits=lim, gravity=gravity, source=r.source, metadata=metadata)

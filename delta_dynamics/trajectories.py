@@ -109,20 +109,43 @@ def circle(radius: float = 0.25, depth: float = -0.75, period: float = 2 * math.
     return Trajectory(t, X, Xd, Xdd)
 
 
+#: How :func:`lissajous` advances the path parameter u: Colombo & Lentini's Taylor update
+#: (eq. 19) or the exact arc length.
+LISSAJOUS_TIMINGS = ("taylor", "arc-length")
+
+
 def lissajous(speed: float = 0.2, x0: float = 0.1, y0: float = 0.1, depth: float = -0.75,
               wx: float = 6 * math.pi, wy: float = 4 * math.pi, phix: float = math.pi / 2,
-              phiy: float = 0.0, dt: float = 1e-3, ramp: float = 0.0) -> Trajectory:
+              phiy: float = 0.0, dt: float = 1e-3, ramp: float = 0.0,
+              timing: str = "taylor") -> Trajectory:
     """The Lissajous path of Colombo & Lentini eq. (18) for 0 <= u <= 1, at constant ``speed``.
 
-    u advances with eq. (19): u_{k+1} = u_k + T_s v / |p'| - T_s^2 v^2 (p'.p'') / (2 |p'|^4)
-    (plus T_s^2 v_dot / (2 |p'|) while the speed ramps), evaluated on 20 sub-steps per sample;
-    the last sample is placed exactly at u = 1, a shorter step after the one before. Then
-    X_dot = p' u_dot and
+    p(u) = (x0 sin(w_x u + phi_x), y0 sin(w_y u + phi_y), depth); the paper's values are the
+    defaults w_x = 6 pi, w_y = 4 pi, phi_x = pi/2, phi_y = 0 (its amplitudes are not given).
+
+    ``timing="taylor"``: u advances with eq. (19): u_{k+1} = u_k + T_s v / |p'| - T_s^2 v^2
+    (p'.p'') / (2 |p'|^4) (plus T_s^2 v_dot / (2 |p'|) while the speed ramps), evaluated on
+    20 sub-steps per sample. ``timing="arc-length"``: u(t) solves s(u) = integral of v dt
+    exactly, s(u) = int_0^u |p'| (Gauss-Legendre quadrature and Newton's method, to rounding),
+    vectorised (much faster for long paths). Either way the last sample is placed exactly at
+    u = 1, a shorter step after the one before. Then X_dot = p' u_dot and
     X_ddot = p'' u_dot^2 + p' u_ddot with u_dot = v / |p'|, u_ddot = -v^2 (p'.p'') / |p'|^4
     (plus the ramp term v_dot / |p'| when ``ramp`` > 0), so |X_dot| = v exactly.
+
+    >>> tr = lissajous(speed=0.05, x0=0.05, y0=0.05, depth=0.05, timing="arc-length")
+    >>> round(float(tr.t[-1]), 3), bool(np.allclose(np.linalg.norm(tr.Xd, axis=1), 0.05))
+    (15.289, True)
     """
     if not speed > 0:
         raise ValueError(f"Lissajous speed must be > 0 m/s, got {speed}")
+    if timing not in LISSAJOUS_TIMINGS:
+        raise ValueError(f"Lissajous timing must be one of {', '.join(LISSAJOUS_TIMINGS)}, got {timing!r}")
+    for name, v in (("x0", x0), ("y0", y0), ("depth", depth), ("wx", wx), ("wy", wy),
+                    ("phix", phix), ("phiy", phiy), ("ramp", ramp)):
+        if not math.isfinite(v):
+            raise ValueError(f"Lissajous {name} must be finite, got {v}")
+    if not (dt > 0 and math.isfinite(dt)):
+        raise ValueError(f"time step must be > 0, got {dt}")
 
     def dp(u):
         return (x0 * wx * np.cos(wx * u + phix), y0 * wy * np.cos(wy * u + phiy))
@@ -130,6 +153,9 @@ def lissajous(speed: float = 0.2, x0: float = 0.1, y0: float = 0.1, depth: float
     def ddp(u):
         return (-x0 * wx * wx * np.sin(wx * u + phix), -y0 * wy * wy * np.sin(wy * u + phiy))
 
+    if timing == "arc-length":
+        u, t = _lissajous_arc_length(dp, speed, dt, ramp)
+        return _lissajous_samples(u, t, speed, ramp, x0, y0, depth, wx, wy, phix, phiy, dp, ddp)
     us, ts = [0.0], [0.0]
     sub = 20
     h = dt / sub
@@ -157,8 +183,12 @@ def lissajous(speed: float = 0.2, x0: float = 0.1, y0: float = 0.1, depth: float
     v_end = speed * _ramp_scalar(ts[-1], ramp)[0]
     us.append(1.0)
     ts.append(ts[-1] + (1.0 - us[-2]) * math.sqrt(a * a + b * b) / v_end)
-    u = np.array(us)
-    t = np.array(ts)
+    return _lissajous_samples(np.array(us), np.array(ts), speed, ramp, x0, y0, depth, wx, wy,
+                              phix, phiy, dp, ddp)
+
+
+def _lissajous_samples(u, t, speed, ramp, x0, y0, depth, wx, wy, phix, phiy, dp, ddp):
+    """The Trajectory of eq. (18) at path parameters u reached at times t."""
     sig, _, dsig = _ramp(t, ramp)
     v, vd = speed * sig, speed * dsig
     a, b = dp(u)
@@ -170,6 +200,48 @@ def lissajous(speed: float = 0.2, x0: float = 0.1, y0: float = 0.1, depth: float
     Xd = np.stack((a * ud, b * ud, np.zeros_like(u)), 1)
     Xdd = np.stack((c * ud * ud + a * udd, d * ud * ud + b * udd, np.zeros_like(u)), 1)
     return Trajectory(t, X, Xd, Xdd)
+
+
+def _gauss_legendre(k: int = 8):
+    x, w = np.polynomial.legendre.leggauss(k)
+    return 0.5 * (x + 1.0), 0.5 * w
+
+
+def _lissajous_arc_length(dp, speed, dt, ramp, intervals: int = 4096):
+    """(u, t) with s(u_k) = speed * int_0^t_k sigma: the exact arc-length timing of :func:`lissajous`."""
+    gx, gw = _gauss_legendre()
+
+    def speed_along(u):
+        a, b = dp(u)
+        return np.sqrt(a * a + b * b)
+
+    def arc(u0, u1):                      # int_u0^u1 |p'| du, each pair of bounds (8-point GL)
+        h = (u1 - u0)[..., None]
+        return (h * speed_along(u0[..., None] + h * gx) * gw).sum(-1)
+
+    grid = np.linspace(0.0, 1.0, intervals + 1)
+    s_grid = np.concatenate(([0.0], np.cumsum(arc(grid[:-1], grid[1:]))))
+    length = float(s_grid[-1])
+    # times: the path takes S(t) = speed * int_0^t sigma = length at t_end
+    if ramp > 0 and speed * 0.5 * ramp >= length:
+        from scipy.optimize import brentq
+        t_end = brentq(lambda tt: speed * _ramp(np.array([tt]), ramp)[1][0] - length, 0.0, ramp)
+    else:
+        t_end = length / speed + (0.5 * ramp if ramp > 0 else 0.0)
+    n = int(math.floor(t_end / dt))
+    if n > 10_000_000:
+        raise ValueError("Lissajous path too long for this speed and time step")
+    t = np.arange(n + 1) * dt
+    if t_end - t[-1] <= 1e-12 * max(t_end, 1.0):
+        t = t[:-1]
+    S = speed * _ramp(t, ramp)[1]
+    j = np.clip(np.searchsorted(s_grid, S, side="right") - 1, 0, intervals - 1)
+    u = grid[j] + (S - s_grid[j]) / np.maximum(speed_along(grid[j]), 1e-300)
+    u = np.clip(u, grid[j], grid[j + 1])
+    for _ in range(8):                     # Newton on s(u) = S within interval j
+        f = s_grid[j] + arc(grid[j], u) - S
+        u = np.clip(u - f / np.maximum(speed_along(u), 1e-300), grid[j], grid[j + 1])
+    return np.append(u, 1.0), np.append(t, t_end)
 
 
 def pick_place(start=(-0.1525, 0.0, -0.8), height: float = 0.025, width: float = 0.305,

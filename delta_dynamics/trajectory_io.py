@@ -9,7 +9,8 @@ extra columns are ignored):
   (:func:`derivatives_from_positions`).
 * joint data: ``t,q1,q2,q3,qd1,qd2,qd3,qdd1,qdd2,qdd3,tau1,tau2,tau3`` -- joint angles (rad),
   velocities (rad/s), accelerations (rad/s^2) and torques at the arm (N m), joints in the
-  robot file's order.
+  robot file's order. For a linear Delta the positions are carriage heights (m, m/s, m/s^2)
+  and the efforts carriage forces, written as ``f1,f2,f3`` (N).
 
 Blank lines and lines starting with ``#`` are skipped (line numbers still count them). Times
 must increase strictly. Every problem raises :class:`CsvError` naming the file, the line
@@ -300,7 +301,15 @@ def write_trajectory(path: str | os.PathLike, traj: Trajectory) -> Path:
     return write_csv(path, TRAJECTORY_COLUMNS, data)
 
 
-def write_joint_data(path: str | os.PathLike, t, q, qd, qdd, tau) -> Path:
-    """Write joint data as ``t,q1..3,qd1..3,qdd1..3,tau1..3``."""
+def write_joint_data(path: str | os.PathLike, t, q, qd, qdd, tau, effort: str = "tau") -> Path:
+    """Write joint data as ``t,q1..3,qd1..3,qdd1..3,tau1..3``; ``effort="f"`` names the last
+    three columns ``f1,f2,f3`` (the carriage forces of a linear Delta, N)."""
     data = np.column_stack((t, q, qd, qdd, tau))
-    return write_csv(path, JOINT_COLUMNS, data)
+    return write_csv(path, joint_columns(effort), data)
+
+
+def joint_columns(effort: str = "tau") -> tuple:
+    """The joint-data header with the efforts named ``<effort>1..3`` (``tau`` or ``f``)."""
+    if effort not in ("tau", "f"):
+        raise ValueError(f"effort columns must be 'tau' (torques) or 'f' (forces), got {effort!r}")
+    return JOINT_COLUMNS[:10] + tuple(f"{effort}{i}" for i in (1, 2, 3))

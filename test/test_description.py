@@ -29,7 +29,8 @@ from delta_dynamics.kinematics import elbow_positions, forward_kinematics, Unrea
 from delta_dynamics.model import DeltaModel
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESETS = list_presets()
+# the URDF describes rotary Deltas so far (the linear Delta's is still to come)
+PRESETS = [p for p in list_presets() if load_robot(p).type == "rotary"]
 MODES = ("none", "mock", "topic")
 
 

@@ -16,7 +16,7 @@ from delta_dynamics.kinematics import (UnreachableError, forward_kinematics, inv
 from delta_dynamics.model import DeltaModel
 
 
-@pytest.fixture(scope="module", params=list_presets())
+@pytest.fixture(scope="module", params=[p for p in list_presets() if load_robot(p).type == "rotary"])
 def model(request):
     return DeltaModel.from_robot(request.param)
 

@@ -60,10 +60,16 @@ def smoothing(text: str):
         raise argparse.ArgumentTypeError(f"{e} (give 'auto' or a noise level in m)") from None
 
 
-def model_for(robot: str, friction: bool = True):
-    from delta_dynamics.model import DeltaModel
-    m = DeltaModel.from_robot(robot)
-    return m if friction else m.without_friction()
+def model_for(robot: str, friction: bool = True, kinds=("rotary",)):
+    """The model of ``robot``; a robot whose ``type`` is not in ``kinds`` (the kinds the calling
+    subcommand handles) is refused by name."""
+    from delta_core.robot_file import load_robot
+    from delta_dynamics.kinds import model_for as model_of
+    params = load_robot(robot)
+    if params.type not in kinds:
+        raise CliError(f"robot {params.name} ({robot}) is a {params.type} Delta; this command "
+                       f"handles {' and '.join(kinds)} robots only so far")
+    return model_of(params, friction=friction)
 
 
 SAMPLE = re.compile(r" \(sample \d+\)")

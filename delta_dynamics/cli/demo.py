@@ -5,13 +5,19 @@ from delta_dynamics.cli.args import robot_option
 
 
 def cmd_demo(args) -> int:
-    from delta_dynamics.demo import run
+    from delta_core.robot_file import load_robot
+    if load_robot(args.robot).type == "prismatic":
+        from delta_dynamics.prismatic.demo import run      # the paper's Figs. 4 and 5
+    else:
+        from delta_dynamics.demo import run
     run(robot=args.robot, out=args.out)
     return 0
 
 
 def register(sub) -> None:
-    d = sub.add_parser("demo", help="run the model on demo trajectories and write plots (make run)")
+    d = sub.add_parser("demo", help="run the model on demo trajectories and write plots (make run)",
+                       description="Run the model on demo trajectories and write plots. For a linear "
+                       "(prismatic) Delta, e.g. --robot colombo2020: Colombo & Lentini's Figs. 4 and 5.")
     robot_option(d)
     d.add_argument("--out", default="out", metavar="DIR", help="output folder (default: %(default)s)")
     d.set_defaults(func=cmd_demo)

@@ -7,11 +7,14 @@ from delta_dynamics.cli.args import fmt, info, model_for, robot_option, row_erro
 
 
 def cmd_inverse(args) -> int:
-    from delta_dynamics.dynamics import inverse_dynamics, joint_state
-    from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
+    from delta_dynamics.kinematics import UnreachableError
+    from delta_dynamics.kinds import joint_units, modules
     from delta_dynamics.trajectory_io import read_trajectory, write_joint_data
 
-    m = model_for(args.robot, friction=not args.no_friction)
+    m = model_for(args.robot, friction=not args.no_friction, kinds=("rotary", "prismatic"))
+    ops, units = modules(m), joint_units(m)
+    inverse_kinematics, joint_state = ops.kinematics.inverse_kinematics, ops.dynamics.joint_state
+    inverse_dynamics = ops.dynamics.inverse_dynamics
     data = read_trajectory(args.trajectory, smoothing=args.smoothing)
     traj, table = data.trajectory, data.table
     if data.derived:
@@ -23,22 +26,25 @@ def cmd_inverse(args) -> int:
         tau = inverse_dynamics(m, traj.X, traj.Xd, traj.Xdd)
     except UnreachableError as e:
         raise row_error(table, e) from None
-    _warn_limits(m, table, qd, qdd, tau)
-    write_joint_data(args.out, traj.t, q, qd, qdd, tau)
-    print(f"wrote {args.out}: {len(traj)} rows, peak |tau| = {fmt(np.abs(tau).max(axis=0), '.4g')} N m")
+    _warn_limits(m, table, qd, qdd, tau, units)
+    col = units["effort_column"]
+    write_joint_data(args.out, traj.t, q, qd, qdd, tau, effort=col)
+    print(f"wrote {args.out}: {len(traj)} rows, peak |{col}| = {fmt(np.abs(tau).max(axis=0), '.4g')} "
+          f"{units['effort']}")
     return 0
 
 
-def _warn_limits(m, table, qd, qdd, tau) -> None:
-    """Warn (stderr) where velocity, acceleration or torque leave the robot file's limits."""
+def _warn_limits(m, table, qd, qdd, tau, units) -> None:
+    """Warn (stderr) where velocity, acceleration or effort leave the robot file's limits."""
     lim = m.robot.limits
-    for what, vals, limit, unit in (("velocity", qd, lim.velocity, "rad/s"),
-                                    ("acceleration", qdd, lim.acceleration, "rad/s^2"),
-                                    ("torque", tau, lim.torque, "N m")):
+    effort = "torque" if units["effort"] == "N m" else "force"
+    for what, vals, limit, unit in (("velocity", qd, lim.velocity, units["velocity"]),
+                                    ("acceleration", qdd, lim.acceleration, units["acceleration"]),
+                                    (effort, tau, lim.effort, units["effort"])):
         over = np.abs(vals) > np.asarray(limit)
         if over.any():
             k, j = (int(v) for v in np.argwhere(over)[0])
-            info(f"warning: {table.where(k)}: joint {j + 1} {what} {vals[k, j]:.4g} {unit} "
+            info(f"warning: {table.where(k)}: {units['joint']} {j + 1} {what} {vals[k, j]:.4g} {unit} "
                   f"exceeds the limit {limit[j]:g} ({int(over.any(axis=1).sum())} rows over)")
 
 
@@ -47,7 +53,9 @@ def register(sub) -> None:
     ip = sub.add_parser("inverse", help="joint angles and torques along a trajectory CSV",
                         description="Inverse dynamics along a trajectory CSV. Writes "
                         "t,q1,q2,q3,qd1,qd2,qd3,qdd1,qdd2,qdd3,tau1,tau2,tau3 (rad, rad/s, "
-                        "rad/s^2, N m at the arm). A trajectory with only t,x,y,z gets its "
+                        "rad/s^2, N m at the arm); for a linear (prismatic) Delta "
+                        "t,q1..,qd1..,qdd1..,f1,f2,f3 (carriage positions in m, m/s, m/s^2, "
+                        "forces in N). A trajectory with only t,x,y,z gets its "
                         "velocity and acceleration from a quintic smoothing spline per axis.")
     robot_option(ip)
     ip.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory")

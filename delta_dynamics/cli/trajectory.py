@@ -15,7 +15,8 @@ def _make_trajectory(args):
                          ramp=args.ramp)
     if args.kind == "lissajous":
         return tr.lissajous(speed=args.speed, x0=args.x0, y0=args.y0, depth=args.depth,
-                            dt=args.dt, ramp=args.ramp)
+                            wx=args.wx, wy=args.wy, phix=args.phix, phiy=args.phiy,
+                            dt=args.dt, ramp=args.ramp, timing=args.timing)
     return tr.pick_place(start=tuple(args.start), height=args.height, width=args.width,
                          direction=tuple(args.direction), lift_time=args.lift_time,
                          move_time=args.move_time, dwell=args.dwell, cycles=args.cycles,
@@ -23,12 +24,19 @@ def _make_trajectory(args):
 
 
 def cmd_trajectory(args) -> int:
-    from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
+    from delta_dynamics.kinematics import UnreachableError
+    from delta_dynamics.kinds import modules
     from delta_dynamics.trajectory_io import write_trajectory
     traj = _make_trajectory(args)
+    if args.tool and not args.robot:
+        raise CliError("--tool needs --robot: the tool offset comes from the robot file")
     if args.robot:
+        m = model_for(args.robot, kinds=("rotary", "prismatic"))
+        if args.tool:
+            # the path was given for the tool point; the CSV holds the platform centre above it
+            traj = traj.shifted((0.0, 0.0, getattr(m, "tool_offset", 0.0)))
         try:
-            inverse_kinematics(model_for(args.robot), traj.X, check_limits=True)
+            modules(m).kinematics.inverse_kinematics(m, traj.X, check_limits=True)
         except UnreachableError as e:
             k = int(e.index or 0)
             raise CliError(f"{args.kind} on {args.robot}: sample {k} (t = {traj.t[k]:.6g} s): "
@@ -49,6 +57,9 @@ def register(sub) -> None:
         sp.add_argument("--out", required=True, metavar="CSV", help="output file")
         robot_option(sp, default=None, help_="check every sample is reachable within the joint "
                   "limits of this robot (preset name or file)")
+        sp.add_argument("--tool", action="store_true", help="the path is the tool point's (the "
+                        "nozzle of a linear Delta, geometry.tool_offset below the platform centre); "
+                        "the CSV gets the platform centre, shifted up by the offset (needs --robot)")
         sp.set_defaults(func=cmd_trajectory)
 
     c = tsub.add_parser("circle", help="horizontal circle (Asadi & Heydari's evaluation path)")
@@ -64,13 +75,23 @@ def register(sub) -> None:
                    help="m (default: 0 0)")
     common(c)
 
-    li = tsub.add_parser("lissajous", help="Lissajous path at constant speed (Colombo & Lentini eqs. 18-19)")
+    li = tsub.add_parser("lissajous", help="Lissajous path at constant speed (Colombo & Lentini eqs. 18-19)",
+                         description="p(u) = (x0 sin(wx u + phix), y0 sin(wy u + phiy), depth), "
+                         "0 <= u <= 1, at constant speed. The paper's print path: --depth 0 --tool "
+                         "--robot colombo2020 (the nozzle on the bed, the platform tool_offset above).")
     li.add_argument("--speed", type=positive, default=0.2, help="m/s (default: %(default)g)")
     li.add_argument("--x0", type=positive, default=0.1, help="x amplitude in m (default: %(default)g)")
     li.add_argument("--y0", type=positive, default=0.1, help="y amplitude in m (default: %(default)g)")
     li.add_argument("--depth", type=finite, default=-0.75, help="z in m (default: %(default)g)")
     li.add_argument("--ramp", type=nonnegative, default=0.0, help="s to reach the speed from "
                     "rest (default: 0)")
+    li.add_argument("--wx", type=finite, default=6 * math.pi, help="omega_x of eq. 18 (default: 6 pi)")
+    li.add_argument("--wy", type=finite, default=4 * math.pi, help="omega_y of eq. 18 (default: 4 pi)")
+    li.add_argument("--phix", type=finite, default=math.pi / 2, help="phi_x in rad (default: pi/2)")
+    li.add_argument("--phiy", type=finite, default=0.0, help="phi_y in rad (default: 0)")
+    li.add_argument("--timing", choices=("taylor", "arc-length"), default="taylor",
+                    help="how the path parameter advances: the paper's second-order update, "
+                    "eq. 19 (taylor), or the exact arc length (default: %(default)s)")
     common(li)
 
     pp = tsub.add_parser("pick-place", help="pick-and-place cycle: up, across, down and back")
