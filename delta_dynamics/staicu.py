@@ -45,10 +45,15 @@ joints by omega^v = K_i^-1 w_j; the virtual power balance (eq. 17) gives
     tau_j = sum_i [omega^v_1 e.M_1 + omega^v_2 e.M_2 + omega^v_3 (e.M_3 + e.M_6 - e.M_4)]_i
             + w_j . (m_P (X_ddot - g) - F_P) + I_rotor q_ddot_j (+ joint friction),
 
-and the actuator powers p_j = tau_j q_dot_j. The printed eq. (17) groups the bar terms as
-omega_32 (M_3 + M_4 + M_6); M_3 already holds M_4 (eq. 18), and T_4 turns by -phi_32
-relative to T_3, so its own joint enters with the opposite sign. The model is checked
-against its own energy (power balance, Lagrange's equations) in ``test/test_staicu.py``.
+and the actuator powers p_j = tau_j q_dot_j. The paper's eq. (17) writes the bar terms as
+omega_32 (M_3 + M_4 + M_6): their a_43 = a_43^phi theta_3 turns z_4 against z_3, so
+phi_43 = +phi_32 there; our z_4 = z_3 and T_4 turns by -t, hence -e.M_4. Their tree carries
+the platform on leg A (omega_54 M_5); ours adds its translation power w_j . F_P directly
+(it never turns). Slips of the print (``docs/reference_models.md``): theta_3 is printed
+diag(-1, 1, 1), a reflection; it must be diag(-1, 1, -1) (a half turn about y), else the
+legs do not meet; M_k0 is printed with J eps~ and omega~ J omega~ (matrices), read J eps
+and omega~ J omega. The model is checked against its own energy (power balance, Lagrange's
+equations) in ``test/test_staicu.py``, not against the print.
 
 Every function takes one sample (shape (3,)) or N samples ((N, 3)).
 

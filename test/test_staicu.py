@@ -8,8 +8,10 @@ import pytest
 
 from delta_core.robot_file import BodyMass, FullBody, load_robot, parse_robot
 from delta_dynamics import dynamics as explicit
-from delta_dynamics.kinematics import (UnreachableError, forward_kinematics, inverse_kinematics, jacobian,
-                                       passive_angles, sample_workspace, workspace_centre)
+from delta_dynamics._backend import ScalarMath
+from delta_dynamics.kinematics import (UnreachableError, _forearm_vector, chain_geometry, forward_kinematics,
+                                       inverse_kinematics, jacobian, passive_angles, sample_workspace,
+                                       workspace_centre)
 from delta_dynamics.model import DeltaModel
 from delta_dynamics.staicu import (StaicuModel, body_poses, configuration, energy, inverse_dynamics,
                                    joint_state, motion)
@@ -369,3 +371,74 @@ def test_long_batches_are_cut_into_blocks_that_agree_with_single_samples():
     with pytest.raises(UnreachableError) as e:
         inverse_dynamics(sm, X[4100], V[0], A[0])
     assert "sample" not in str(e.value)
+
+
+# ----------------------------------------------------------------------------- the paper's frames
+
+def _az(p):
+    c, s = np.cos(p), np.sin(p)
+    return np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+_TH1 = np.array([[0.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+_TH2 = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+_TH4 = np.diag([-1.0, -1.0, 1.0])
+THETA3_PRINTED = np.diag([-1.0, 1.0, 1.0])
+THETA3 = np.diag([-1.0, 1.0, -1.0])
+
+
+def paper_leg(alpha, p10, p21, p32, theta3=THETA3):
+    """Staicu & Carp-Ciocardia eqs. (2), (3), (8), (9) for one leg of staicu2003: the platform
+    centre r_0^G and orientation a_50 in their frame T_0 (z_0 down), phi_43 = phi_32 and
+    phi_54 = phi_21 - phi_10 (eq. 6)."""
+    beta, l0, l1, l2, l3 = np.pi / 6, 0.35, 0.1, 0.05, 0.35
+    u1, u2, u3 = np.eye(3)
+    a10 = _az(p10) @ _TH1 @ _TH2 @ _az(alpha)
+    a20 = _az(p21) @ _az(beta) @ theta3 @ a10
+    a30 = _az(p32) @ _TH1 @ _TH2 @ a20
+    a40 = _az(p32) @ theta3 @ a30
+    a50 = _az(p21 - p10) @ _az(beta) @ _TH1 @ _TH4 @ a40
+    r = (l0 * _az(alpha).T @ u1 + a10.T @ (-l1 * u1) + a20.T @ (0.5 * l2 * u3) + a30.T @ (-l3 * u2)
+         + a40.T @ (-0.5 * l2 * u1) + a50.T @ ((l0 - l3 * np.sin(beta)) * u1))
+    return r, a50
+
+
+def test_the_papers_frames_and_angles_map_onto_ours():
+    """With theta_3 = diag(-1, 1, -1) the three legs meet at (0, 0, l_1 + l_3 cos beta) at
+    phi = 0 (eq. 7 at t = 0) with the printed a_50*, b_50*, c_50*; and in our frames
+    (x, y, z) = (x_0, -y_0, -z_0), chain angles -alpha: q = pi/2 - phi_10, bend = pi/6 + phi_21,
+    tilt = -phi_32. The printed theta_3 = diag(-1, 1, 1) is a reflection, and the legs do
+    not meet with it."""
+    alphas = (np.pi / 3, np.pi, -np.pi / 3)
+    start = [paper_leg(a, 0.0, 0.0, 0.0) for a in alphas]
+    for r, _ in start:
+        np.testing.assert_allclose(r, [0.0, 0.0, 0.1 + 0.35 * np.cos(np.pi / 6)], atol=1e-15)
+    h3 = np.sqrt(3)
+    np.testing.assert_allclose(start[1][1], [[1, 0, 0], [0, 0, 1], [0, -1, 0]], atol=1e-15)      # b_50*
+    np.testing.assert_allclose(start[2][1], 0.5 * np.array([[-1, h3, 0], [0, 0, 2], [h3, 1, 0]]), atol=1e-15)
+    np.testing.assert_allclose(start[0][1], 0.5 * np.array([[-1, -h3, 0], [0, 0, 2], [-h3, 1, 0]]), atol=1e-15)
+    assert np.linalg.det(THETA3_PRINTED) == -1.0
+    printed = [paper_leg(a, 0.0, 0.0, 0.0, THETA3_PRINTED)[0] for a in alphas]
+    assert np.abs(printed[0] - printed[1]).max() > 0.3
+    sm = StaicuModel.from_robot("staicu2003")
+    to_ours = np.diag([1.0, -1.0, -1.0])
+    rng = np.random.default_rng(15)
+    for leg, alpha in enumerate(alphas):
+        for p10, p21, p32 in rng.uniform(-0.4, 0.4, (3, 3)):
+            rG, a50 = paper_leg(alpha, p10, p21, p32)
+            np.testing.assert_allclose(a50, start[leg][1], atol=1e-14)     # the platform only translates
+            # only this leg is closed: put the other chains' platform joints on the same point
+            q, bend, tilt = angles_of_chain(sm, leg, to_ours @ rG)
+            assert q == pytest.approx(np.pi / 2 - p10, abs=1e-12)
+            assert bend == pytest.approx(np.pi / 6 + p21, abs=1e-12)
+            assert tilt == pytest.approx(-p32, abs=1e-12)
+
+
+def angles_of_chain(sm, i, X):
+    """(q, bend, tilt) of chain i alone (``kinematics.passive_angles`` needs all three chains)."""
+    m = sm.explicit
+    q, cq, sq, *_ = chain_geometry(m, i, *X, ScalarMath)
+    ux, uy, uz = _forearm_vector(m, i, *X, cq, sq)
+    c, s = m.cphi[i], m.sphi[i]
+    fx, fy, fz = (c * ux + s * uy) / m.lk, (c * uy - s * ux) / m.lk, uz / m.lk
+    return q, np.arctan2(-(sq * fx + cq * fz), cq * fx - sq * fz), np.arcsin(fy)
