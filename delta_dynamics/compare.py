@@ -9,7 +9,10 @@ same term in every model and would only hide their differences), for a
 * ``explicit``: Asadi & Heydari's explicit model (:mod:`delta_dynamics.dynamics`), the lumped
   forearm of the robot file;
 * ``staicu``: Staicu & Carp-Ciocardia's recursive virtual-power model
-  (:mod:`delta_dynamics.staicu`), every body with its full tensor.
+  (:mod:`delta_dynamics.staicu`), every body with its full tensor;
+* ``multibody``: Elshami et al.'s multibody model (``delta_dynamics.multibody``), and
+  ``mujoco``: MuJoCo's inverse dynamics of the closed chain (``delta_dynamics.mujoco_model``,
+  needs the ``mujoco`` package), each available where its package is.
 
 Other models register themselves (``register_model("multibody", "pkg.module:function",
 "...")``) or are added to :data:`MODELS`; the target is imported on first use, so a model
@@ -52,11 +55,13 @@ class ModelUnavailable(ValueError):
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """A model of the registry: ``target`` is a function or a ``"module:function"`` string."""
+    """A model of the registry: ``target`` is a function or a ``"module:function"`` string;
+    ``requires``: modules that must import for the model to be available."""
 
     name: str
     target: object
     description: str
+    requires: tuple = ()
 
 
 def explicit_torques(robot, trajectory) -> np.ndarray:
@@ -67,6 +72,20 @@ def explicit_torques(robot, trajectory) -> np.ndarray:
     return inverse_dynamics(m, trajectory.X, trajectory.Xd, trajectory.Xdd, friction=False)
 
 
+def multibody_torques(robot, trajectory) -> np.ndarray:
+    """Rigid-body torques of Elshami et al.'s multibody model (no friction)."""
+    from delta_dynamics.multibody.reactions import inverse_dynamics
+    from delta_dynamics.multibody.system import MultibodySystem
+    s = MultibodySystem.from_robot(robot)
+    return inverse_dynamics(s, trajectory.X, trajectory.Xd, trajectory.Xdd, friction=False).tau
+
+
+def mujoco_torques(robot, trajectory) -> np.ndarray:
+    """Rigid-body torques of MuJoCo's closed-chain inverse dynamics (no friction)."""
+    from delta_dynamics.mujoco_model.inverse import inverse_dynamics
+    return inverse_dynamics(robot, trajectory, friction=False)
+
+
 #: The registry: name -> ModelEntry. Add an entry (or call :func:`register_model`) to plug in
 #: a model; ``compare --models`` and ``inverse --model`` offer every name here.
 MODELS: dict = {
@@ -74,33 +93,36 @@ MODELS: dict = {
                            "Asadi & Heydari's explicit model (lumped forearm)"),
     "staicu": ModelEntry("staicu", "delta_dynamics.staicu:trajectory_torques",
                          "Staicu & Carp-Ciocardia's recursive virtual-power model (every body)"),
+    "multibody": ModelEntry("multibody", "delta_dynamics.compare:multibody_torques",
+                            "Elshami et al.'s multibody model",
+                            requires=("delta_dynamics.multibody.reactions", "delta_dynamics.multibody.system")),
+    "mujoco": ModelEntry("mujoco", "delta_dynamics.compare:mujoco_torques",
+                         "MuJoCo's inverse dynamics of the closed chain",
+                         requires=("delta_dynamics.mujoco_model.inverse",)),
 }
 
-#: Models being written elsewhere in the project: named in the error when they are asked for
-#: before they are registered.
-EXPECTED = {"multibody": "Elshami et al.'s multibody model",
-            "mujoco": "the MuJoCo plant (needs the mujoco package)"}
 
-
-def register_model(name: str, target, description: str = "") -> None:
+def register_model(name: str, target, description: str = "", requires=()) -> None:
     """Add (or replace) model ``name``; ``target`` is ``f(robot, trajectory) -> (N, 3)`` or a
-    ``"module:function"`` string imported when the model is first used."""
+    ``"module:function"`` string imported when the model is first used; ``requires``: modules
+    it needs (imported when the model is asked for, to tell early whether it is available)."""
     if not isinstance(name, str) or not name or "," in name:
         raise ValueError(f"model name must be a non-empty string without commas, got {name!r}")
     if not (callable(target) or (isinstance(target, str) and ":" in target)):
         raise ValueError(f"model {name!r}: target must be a function or 'module:function', got {target!r}")
-    MODELS[name] = ModelEntry(name, target, description)
+    MODELS[name] = ModelEntry(name, target, description, tuple(requires))
 
 
 def model_function(name: str) -> Callable:
     """The torque function of model ``name``; :class:`ModelUnavailable` names what is missing."""
     entry = MODELS.get(name)
     if entry is None:
-        known = ", ".join(MODELS)
-        if name in EXPECTED:
-            raise ModelUnavailable(f"model '{name}' ({EXPECTED[name]}) is not available in this "
-                                   f"installation: nothing has registered it (available: {known})")
-        raise ModelUnavailable(f"unknown model '{name}' (available: {known})")
+        raise ModelUnavailable(f"unknown model '{name}' (known: {', '.join(MODELS)})")
+    for module in entry.requires:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ModelUnavailable(f"model '{name}' ({entry.description}) is not available: {e}") from None
     if callable(entry.target):
         return entry.target
     module, _, func = entry.target.partition(":")

@@ -1,6 +1,9 @@
 """Comparing dynamic models (delta_dynamics.compare and ``delta-dynamics compare``): the
 registry (built-in, plugged-in, unavailable models), the difference metrics, the table, the
 plot, and the command line's errors."""
+import importlib
+import re
+
 import numpy as np
 import pytest
 
@@ -54,14 +57,15 @@ def test_a_plugged_in_model_is_measured_exactly(registry):
 
 
 def test_unavailable_models_are_named(registry):
-    with pytest.raises(ModelUnavailable, match=r"model 'multibody' \(Elshami et al.'s multibody model\) is not "
-                       r"available in this installation: nothing has registered it \(available: explicit, staicu\)"):
-        model_function("multibody")
-    with pytest.raises(ModelUnavailable, match=r"unknown model 'pinocchio' \(available: explicit, staicu\)"):
+    with pytest.raises(ModelUnavailable, match=r"unknown model 'pinocchio' \(known: explicit, staicu, multibody, mujoco"):
         model_function("pinocchio")
-    register_model("mujoco", "no_such_package_here.plant:torques")
-    with pytest.raises(ModelUnavailable, match="model 'mujoco' is not available: No module named 'no_such_package_here'"):
-        model_function("mujoco")
+    register_model("sim", "no_such_package_here.plant:torques")
+    with pytest.raises(ModelUnavailable, match="model 'sim' is not available: No module named 'no_such_package_here'"):
+        model_function("sim")
+    register_model("needs", scaled_explicit, "a model with a dependency", requires=("no_such_dependency",))
+    with pytest.raises(ModelUnavailable, match=r"model 'needs' \(a model with a dependency\) is not available: "
+                       "No module named 'no_such_dependency'"):
+        compare("nt_robot", circle(dt=0.1), ["explicit", "needs"])
     register_model("half", "delta_dynamics.compare:no_such_function")
     with pytest.raises(ModelUnavailable, match="delta_dynamics.compare has no no_such_function"):
         compare("nt_robot", circle(dt=0.1), ["explicit", "half"])
@@ -100,9 +104,8 @@ def test_compare_command_prints_the_table_and_writes_the_plot(tmp_path, capsys):
 def test_compare_command_errors(tmp_path, capsys):
     traj, png = tmp_path / "c.csv", tmp_path / "cmp.png"
     assert run(capsys, "trajectory", "ellipse", "--dt", 0.05, "--out", traj)[0] == 0
-    for models, message in (("explicit,staicu,multibody", "--models: model 'multibody' (Elshami"),
-                            ("explicit", "--models: give at least two models"),
-                            ("explicit,foo", "--models: unknown model 'foo' (available: explicit, staicu")):
+    for models, message in (("explicit", "--models: give at least two models"),
+                            ("explicit,foo", "--models: unknown model 'foo' (known: explicit, staicu")):
         code, _, err = run(capsys, "compare", "--robot", "staicu2003", "--trajectory", traj,
                            "--models", models, "--plot", png)
         assert_fails(code, err, message)
@@ -111,3 +114,21 @@ def test_compare_command_errors(tmp_path, capsys):
     code, _, err = run(capsys, "compare", "--robot", "nope", "--trajectory", traj)
     assert_fails(code, err, "robot 'nope': no such preset")
     assert not png.exists()
+
+
+@pytest.mark.parametrize("name, module", [("multibody", "delta_dynamics.multibody.reactions"),
+                                          ("mujoco", "delta_dynamics.mujoco_model.inverse")])
+def test_the_other_full_body_models_agree_with_staicu_where_installed(name, module):
+    """multibody and mujoco treat the same bodies (delta_dynamics.bodies) as Staicu's model:
+    where their packages are installed the three agree; where not, the error says why."""
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        with pytest.raises(ModelUnavailable, match=f"model '{name}' .* is not available: "):
+            model_function(name)
+        with pytest.raises(ModelUnavailable, match=re.escape(str(e))):
+            compare("d3s800", circle(dt=0.1), ["staicu", name])
+        return
+    tr = circle(radius=0.2, depth=-0.85, period=1.0, ramp=0.3, duration=0.6, dt=0.02)
+    res = compare("d3s800", tr, ["staicu", name])
+    assert res.max_percent[name] < 0.01, res.table()

@@ -98,7 +98,7 @@ def test_errors_are_one_line_without_traceback(tmp_path, capsys):
     assert run(capsys, "trajectory", "ellipse", "--dt", 0.05, "--out", traj)[0] == 0
     code, _, err = run(capsys, "inverse", "--robot", "staicu2003", "--model", "nonsense",
                        "--trajectory", traj, "--out", out)
-    assert_fails(code, err, "unknown model 'nonsense' (available: explicit, staicu")
+    assert_fails(code, err, "unknown model 'nonsense' (known: explicit, staicu")
     code, _, err = run(capsys, "inverse", "--robot", "nt_robot", "--model", "staicu",
                        "--trajectory", traj, "--out", out)        # the paper's path is not nt_robot's
     assert_fails(code, err, "e.csv:2 (t = 0 s)", "unreachable")
