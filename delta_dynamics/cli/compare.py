@@ -48,8 +48,8 @@ def register(sub) -> None:
     cp.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory")
     cp.add_argument("--models", default="explicit,staicu", metavar="A,B[,...]",
                     help="comma-separated models, the first is the reference (default: %(default)s; "
-                    "known: explicit, staicu, and whatever delta_dynamics.compare.MODELS registers, "
-                    "e.g. multibody, mujoco)")
+                    "known: explicit, staicu, multibody, mujoco where their packages are installed, and "
+                    "whatever else delta_dynamics.compare.MODELS registers)")
     cp.add_argument("--plot", metavar="PNG", default=None, help="write a plot of torques and differences")
     cp.add_argument("--smoothing", type=smoothing, default="auto", metavar="auto|SIGMA",
                     help="for t,x,y,z-only input: as for 'inverse' (default: auto)")
