@@ -4,9 +4,10 @@ Carp-Ciocardia (2003), "Dynamic analysis of Clavel's Delta parallel robot".
 Per chain i five moving bodies, each with its full inertia tensor (``delta_dynamics.bodies``):
 the upper arm (their crank T_1), the elbow block (T_2), the two parallel bars (T_3, T_6), the
 platform block (T_4); and the platform (T_5). Body k has a joint frame k with its origin O_k
-at the joint that carries it; the relative angles are q_i (their phi_10), the bend b_i (phi_21,
-about the elbow axis +y') and the tilt t_i (phi_32, about the tilt axis z_3; the platform block
-turns back by -t_i, phi_43 = -phi_32, so it stays parallel to the elbow block):
+at the joint that carries it; the relative angles are q_i (their pi/2 - phi_10), the bend b_i
+(their beta + phi_21, about the elbow axis +y') and the tilt t_i (their -phi_32, about the tilt
+axis z_3); the platform block turns back by -t_i (their phi_43 = phi_32 about a z_4 that
+points against z_3), so it stays parallel to the elbow block:
 
 * frame 1 (arm):            R_1 = Rz(phi_i) Ry(q),       origin B_i = R u_i,     axis y
 * frame 2 (elbow block):    R_2 = R_1 Ry(b),             origin C_i, r_21 = l x   axis y

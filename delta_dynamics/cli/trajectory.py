@@ -98,9 +98,9 @@ def register(sub) -> None:
                     help="position at t = 0 in m (default: 0 0 -(0.1 + 0.35 cos 30 deg) = "
                     f"{E['start'][2]:.6g})")
     el.add_argument("--axis-a", type=finite, nargs=3, default=E["axis_a"], metavar=("AX", "AY", "AZ"),
-                    help="m, the sin(w t) term (default: %(default)s)")
+                    help=f"m, the sin(w t) term (default: {' '.join(f'{v:g}' for v in E['axis_a'])})")
     el.add_argument("--axis-b", type=finite, nargs=3, default=E["axis_b"], metavar=("BX", "BY", "BZ"),
-                    help="m, the (1 - cos(w t)) term (default: %(default)s)")
+                    help=f"m, the (1 - cos(w t)) term (default: {' '.join(f'{v:g}' for v in E['axis_b'])})")
     el.add_argument("--period", type=positive, default=E["period"], help="s per turn at full speed "
                     "(default: %(default)g, the paper's w = pi/3 rad/s)")
     el.add_argument("--duration", type=positive, default=None, help="s (default: period + ramp)")
