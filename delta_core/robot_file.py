@@ -70,12 +70,64 @@ class Forearm:
 
 
 @dataclass(frozen=True)
+class BodyMass:
+    """One rigid body of the full-body description (``mass_properties.full_body``)."""
+
+    mass: float                 # kg
+    inertia: tuple              # kg m^2, principal moments (Ixx, Iyy, Izz) about the COM, body frame
+    com_ratio: float = 0.5      # -, COM distance from the body's first joint / its length (bars only)
+
+
+@dataclass(frozen=True)
+class FullBody:
+    """Optional full-body data: every body of a chain with its own inertia tensor, for the
+    reference models (Staicu's recursive model, the multibody simulator, MuJoCo). Body frames
+    and how the lumped ``forearm`` fields follow from it: ``docs/robot_file.md``."""
+
+    bar: BodyMass                       # one of the two parallel bars of a forearm
+    elbow_block: BodyMass               # short link of the parallelogram at the elbow
+    platform_block: BodyMass            # short link of the parallelogram at the platform
+    upper_arm_inertia: tuple | None = None   # kg m^2, (Ixx, Iyy, Izz) about the arm's COM
+    platform_inertia: tuple | None = None    # kg m^2, (Ixx, Iyy, Izz) about the platform centre
+
+    def implied_forearm(self, forearm_length: float) -> "Forearm":
+        """The lumped forearm (Asadi's M_K, r_K, I_K) these bodies make: two bars, the elbow
+        block's mass at the elbow and the platform block's at the platform joint;
+        I_K = 2 (I_bar + m_bar (r_bar - r_K)^2 l_K^2) + m_eb r_K^2 l_K^2 + m_pb (1 - r_K)^2 l_K^2
+        with I_bar the mean of the bar's two moments across it, (Iyy + Izz) / 2."""
+        b, e, p, lk = self.bar, self.elbow_block, self.platform_block, forearm_length
+        mass = 2.0 * b.mass + e.mass + p.mass
+        rk = (2.0 * b.mass * b.com_ratio + p.mass) / mass if mass > 0 else 0.5
+        i_bar = 0.5 * (b.inertia[1] + b.inertia[2])
+        inertia = (2.0 * (i_bar + b.mass * (b.com_ratio - rk) ** 2 * lk * lk)
+                   + e.mass * (rk * lk) ** 2 + p.mass * ((1.0 - rk) * lk) ** 2)
+        return Forearm(mass=mass, com_ratio=rk, inertia=inertia)
+
+    def to_dict(self) -> dict:
+        def body(b: BodyMass, ratio: bool = False) -> dict:
+            d = {"mass": b.mass, "inertia": list(b.inertia)}
+            if ratio:
+                d["com_ratio"] = b.com_ratio
+            return d
+        d = {}
+        if self.upper_arm_inertia is not None:
+            d["upper_arm_inertia"] = list(self.upper_arm_inertia)
+        d["bar"] = body(self.bar, ratio=True)
+        d["elbow_block"] = body(self.elbow_block)
+        d["platform_block"] = body(self.platform_block)
+        if self.platform_inertia is not None:
+            d["platform_inertia"] = list(self.platform_inertia)
+        return d
+
+
+@dataclass(frozen=True)
 class MassProperties:
     upper_arm: UpperArm
     motor: Motor
     forearm: Forearm
     platform_mass: float        # kg
     payload_mass: float         # kg
+    full_body: FullBody | None = None   # optional per-body data (mass_properties.full_body)
 
 
 @dataclass(frozen=True)
@@ -155,6 +207,8 @@ class RobotParameters:
             },
             "gravity": self.gravity,
         }
+        if m.full_body is not None:
+            d["mass_properties"]["full_body"] = m.full_body.to_dict()
         if self.metadata:
             d["metadata"] = self.metadata
         return d
@@ -398,6 +452,12 @@ SCHEMA = {
         "forearm": {"mass": None, "com_ratio": None, "inertia": None},
         "platform": {"mass": None},
         "payload": {"mass": None},
+        "full_body": {
+            "upper_arm_inertia": None, "platform_inertia": None,
+            "bar": {"mass": None, "com_ratio": None, "inertia": None},
+            "elbow_block": {"mass": None, "inertia": None},
+            "platform_block": {"mass": None, "inertia": None},
+        },
     },
     "friction": {"viscous": None, "coulomb": None, "smoothing_velocity": None,
                  "stribeck": {"static": None, "velocity": None}},
@@ -473,10 +533,12 @@ def parse_robot(data: Any, source: str = "") -> RobotParameters:
         com_ratio=r.number("mass_properties.forearm.com_ratio", gt=0, lt=1),
         inertia=r.number("mass_properties.forearm.inertia", ge=0),
     )
+    full = _parse_full_body(r, geo, arm, fore)
     # Asadi eq. (22): the three-point-mass equivalent needs a non-negative mass at the COM,
-    # i.e. I_K <= M_K r_K (1 - r_K) l_K^2 (all mass at the two ends).
+    # i.e. I_K <= M_K r_K (1 - r_K) l_K^2 (all mass at the two ends). With full-body data the
+    # bodies' own tensors are checked instead (a thick bar may exceed it; m_K < 0 is harmless).
     i_max = fore.mass * fore.com_ratio * (1.0 - fore.com_ratio) * geo.forearm_length ** 2
-    if fore.inertia > i_max * (1 + 1e-12):
+    if full is None and fore.inertia > i_max * (1 + 1e-12):
         r.fail("mass_properties.forearm.inertia",
                f"must be <= mass * com_ratio * (1 - com_ratio) * forearm_length^2 = {i_max:.6g} "
                f"(no physical bar of that mass and length has more), got {fore.inertia:g}")
@@ -484,6 +546,7 @@ def parse_robot(data: Any, source: str = "") -> RobotParameters:
         upper_arm=arm, motor=motor, forearm=fore,
         platform_mass=r.number("mass_properties.platform.mass", ge=0),
         payload_mass=r.number("mass_properties.payload.mass", ge=0, default=0.0),
+        full_body=full,
     )
 
     coulomb = r.triple("friction.coulomb", ge=0, default=0.0)
@@ -526,6 +589,79 @@ def parse_robot(data: Any, source: str = "") -> RobotParameters:
     return RobotParameters(name=name.strip(), type=rtype, joint_names=tuple(joints), geometry=geo,
                            mass=mass, friction=fr, limits=lim, gravity=gravity, source=source,
                            metadata=metadata)
+
+
+FULL_BODY = "mass_properties.full_body"
+_CONSISTENCY_RTOL = 1e-6
+
+
+def _principal(r: _Reader, path: str, default: Any = ...) -> tuple | None:
+    """Three principal moments of inertia (kg m^2): each >= 0, none larger than the sum of the
+    other two (the triangle inequality every rigid body obeys)."""
+    v = r.get(path, default)
+    if v is None:
+        return None
+    if not isinstance(v, (list, tuple)) or len(v) != 3:
+        r.fail(path, f"must be a list of 3 principal moments of inertia [Ixx, Iyy, Izz] in kg m^2, got {v!r}")
+    out = []
+    for k, x in enumerate(v):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
+            r.fail(f"{path}[{k}]", f"must be a finite number, got {x!r}")
+        if x < 0:
+            r.fail(f"{path}[{k}]", f"must be >= 0, got {x:g}")
+        out.append(float(x))
+    for k in range(3):
+        others = sum(out) - out[k]
+        if out[k] > others * (1 + 1e-9) + 1e-15:
+            r.fail(path, f"is not the inertia of a rigid body: I{'xyz'[k] * 2} = {out[k]:g} exceeds the sum "
+                   f"of the other two ({others:g}), got {out}")
+    return tuple(out)
+
+
+def _parse_body(r: _Reader, path: str, required: bool, ratio: bool = False) -> BodyMass:
+    if not required and r.get(path, None) is None:
+        return BodyMass(mass=0.0, inertia=(0.0, 0.0, 0.0))
+    return BodyMass(mass=r.number(f"{path}.mass", ge=0),
+                    inertia=_principal(r, f"{path}.inertia", default=... if required else [0.0, 0.0, 0.0]),
+                    com_ratio=r.number(f"{path}.com_ratio", ge=0, le=1, default=0.5) if ratio else 0.5)
+
+
+def _parse_full_body(r: _Reader, geo: Geometry, arm: UpperArm, fore: Forearm) -> FullBody | None:
+    """``mass_properties.full_body`` (optional) and its consistency with the lumped fields: the
+    lumped ``forearm`` must be what the bodies imply (:meth:`FullBody.implied_forearm`) and
+    ``upper_arm.inertia`` must be the full tensor's Iyy (about the axis parallel to the motor
+    axis), to a relative 1e-6, so the explicit model and the full-body models describe the
+    same robot."""
+    if r.get(FULL_BODY, None) is None:
+        return None
+    full = FullBody(
+        bar=_parse_body(r, f"{FULL_BODY}.bar", required=True, ratio=True),
+        elbow_block=_parse_body(r, f"{FULL_BODY}.elbow_block", required=False),
+        platform_block=_parse_body(r, f"{FULL_BODY}.platform_block", required=False),
+        upper_arm_inertia=_principal(r, f"{FULL_BODY}.upper_arm_inertia", default=None),
+        platform_inertia=_principal(r, f"{FULL_BODY}.platform_inertia", default=None),
+    )
+    implied = full.implied_forearm(geo.forearm_length)
+    if implied.mass <= 0:
+        r.fail(f"{FULL_BODY}.bar.mass", "must be > 0 (the forearm needs a mass)")
+
+    def same(a, b):
+        return abs(a - b) <= _CONSISTENCY_RTOL * max(abs(a), abs(b)) + 1e-15
+
+    rules = (("forearm.mass", fore.mass, implied.mass,
+              "2 bar.mass + elbow_block.mass + platform_block.mass"),
+             ("forearm.com_ratio", fore.com_ratio, implied.com_ratio,
+              "(2 bar.mass bar.com_ratio + platform_block.mass) / forearm mass"),
+             ("forearm.inertia", fore.inertia, implied.inertia,
+              "2 ((bar Iyy + Izz) / 2 + bar.mass (bar.com_ratio - r_K)^2 l_K^2) "
+              "+ elbow_block.mass r_K^2 l_K^2 + platform_block.mass (1 - r_K)^2 l_K^2"))
+    if full.upper_arm_inertia is not None:
+        rules += (("upper_arm.inertia", arm.inertia, full.upper_arm_inertia[1], "upper_arm_inertia[1] (Iyy)"),)
+    for field_, given, want, rule in rules:
+        if not same(given, want):
+            r.fail(f"mass_properties.{field_}",
+                   f"must equal what {FULL_BODY} implies, {rule} = {want:.9g}, got {given:.9g}")
+    return full
 
 
 def _check_reachable(r: _Reader, geo: Geometry, lim: Limits) -> None:

@@ -5,8 +5,11 @@ explicit model, :mod:`delta_dynamics.model`).
 Per chain i: the upper arm (crank) on the motor shaft, the elbow block (the short link of the
 parallelogram at the elbow, along the elbow axis), two parallel bars, the platform block (the
 short link at the platform end); and the platform. :func:`body_set` gives their masses,
-centres of mass and principal inertias from a robot file. Without explicit full-body data in
-the robot file they are derived from the lumped fields, on the explicit model's assumptions:
+centres of mass and principal inertias from a robot file. With the robot file's optional
+``mass_properties.full_body`` section they are taken from it (``docs/robot_file.md``: bar
+mass, COM ratio and tensor; each block's mass and tensor; the arm's and the platform's
+tensors; what it leaves out is derived as below). Without it they are derived from the lumped
+fields, on the explicit model's assumptions:
 
 * upper arm: mass ``upper_arm.mass``, COM ``upper_arm.com_distance`` from the motor axis,
   inertia ``upper_arm.inertia`` about the axes perpendicular to the arm (a slender bar:
@@ -21,9 +24,14 @@ the robot file they are derived from the lumped fields, on the explicit model's 
   constraints are compliant, such as MuJoCo).
 
 Body frames: upper arm: x from the motor axis to the elbow, y along the motor axis (the
-chain's +y', ``docs/conventions.md``), z = x x y. Bar: x from the elbow to the platform joint.
-Blocks: x along the elbow axis (+y'), COM at the middle. Platform: the axes of ``base_link``,
-COM at the platform centre.
+chain's +y', ``docs/conventions.md``), z = x x y. Bar: x from the elbow to the platform joint,
+z along the tilt axis (the axis of the revolute joints between the blocks and the bars, normal
+to the parallelogram's plane), y = z x x (in that plane; +y' when the forearm is not tilted):
+the frame of the URDF's ``forearm_i{a,b}_link``. Blocks: x along the elbow axis (+y'), z
+along the tilt axis, y = z x x; origin at the block's -y' end, COM at the middle (the elbow
+point C_i, resp. the platform joint A_i); the platform block keeps the elbow block's
+orientation. Platform: the axes of ``base_link``, COM at the platform centre. Every inertia
+is principal in its body frame, about the body's COM.
 
 >>> bs = body_set(__import__("delta_core.robot_file", fromlist=["load_robot"]).load_robot("nt_robot"))
 >>> round(bs.bar.mass, 3), round(bs.upper_arm.com, 4), bs.source
@@ -70,19 +78,43 @@ class BodySet:
 
 
 def body_set(robot: RobotParameters) -> BodySet:
-    """The rigid bodies of ``robot`` (see the module docstring for how they are derived)."""
+    """The rigid bodies of ``robot``: from ``mass_properties.full_body`` where the robot file
+    has it, else derived from the lumped fields (see the module docstring).
+
+    >>> from delta_core.robot_file import load_robot
+    >>> bs = body_set(load_robot("d3s800"))
+    >>> bs.bar.mass, bs.elbow_block.inertia, bs.source
+    (1.65, (1.47e-05, 0.000101, 0.000101), 'full-body data of the robot file (mass_properties.full_body)')
+    """
     g, m = robot.geometry, robot.mass
+    full = m.full_body
     arm = m.upper_arm
-    upper_arm = RigidBody(mass=arm.mass, inertia=(AXIAL_FRACTION * arm.inertia, arm.inertia, arm.inertia),
-                          com=arm.com_distance, length=g.upper_arm_length)
-    fa = m.forearm
-    half = 0.5 * fa.inertia
-    bar = RigidBody(mass=0.5 * fa.mass, inertia=(AXIAL_FRACTION * half, half, half),
-                    com=fa.com_ratio * g.forearm_length, length=g.forearm_length)
-    block = RigidBody(mass=0.0, inertia=(0.0, 0.0, 0.0), com=0.5 * g.forearm_spacing, length=g.forearm_spacing)
+    arm_inertia = (AXIAL_FRACTION * arm.inertia, arm.inertia, arm.inertia)
+    if full is not None and full.upper_arm_inertia is not None:
+        arm_inertia = tuple(full.upper_arm_inertia)
+    upper_arm = RigidBody(mass=arm.mass, inertia=arm_inertia, com=arm.com_distance, length=g.upper_arm_length)
+    s = g.forearm_spacing
+    if full is None:
+        fa = m.forearm
+        half = 0.5 * fa.inertia
+        bar = RigidBody(mass=0.5 * fa.mass, inertia=(AXIAL_FRACTION * half, half, half),
+                        com=fa.com_ratio * g.forearm_length, length=g.forearm_length)
+        elbow = platform_block = RigidBody(mass=0.0, inertia=(0.0, 0.0, 0.0), com=0.5 * s, length=s)
+        source = "derived from the lumped robot-file fields"
+    else:
+        b = full.bar
+        bar = RigidBody(mass=b.mass, inertia=tuple(b.inertia), com=b.com_ratio * g.forearm_length,
+                        length=g.forearm_length)
+        elbow = RigidBody(mass=full.elbow_block.mass, inertia=tuple(full.elbow_block.inertia), com=0.5 * s, length=s)
+        platform_block = RigidBody(mass=full.platform_block.mass, inertia=tuple(full.platform_block.inertia),
+                                   com=0.5 * s, length=s)
+        source = "full-body data of the robot file (mass_properties.full_body)"
     mp = m.platform_mass + m.payload_mass
     r = g.platform_radius
-    platform = RigidBody(mass=mp, inertia=(mp * r * r / 4.0, mp * r * r / 4.0, mp * r * r / 2.0), com=0.0, length=0.0)
+    p_inertia = (mp * r * r / 4.0, mp * r * r / 4.0, mp * r * r / 2.0)
+    if full is not None and full.platform_inertia is not None:
+        p_inertia = tuple(full.platform_inertia)
+    platform = RigidBody(mass=mp, inertia=p_inertia, com=0.0, length=0.0)
     return BodySet(upper_arm=upper_arm, rotor_inertia=m.motor.reflected_inertia, bar=bar,
-                   bar_spacing=g.forearm_spacing, elbow_block=block, platform_block=block,
-                   platform=platform, source="derived from the lumped robot-file fields")
+                   bar_spacing=s, elbow_block=elbow, platform_block=platform_block,
+                   platform=platform, source=source)

@@ -6,7 +6,8 @@
   p(u) = (x0 sin(w_x u + phi_x), y0 sin(w_y u + phi_y), z0), travelled at constant speed v;
   u(t) is advanced with their second-order Taylor update, eq. (19);
 * :func:`pick_place`: the standard pick-and-place cycle (25 mm up, 305 mm across, 25 mm down
-  and back) built from rest-to-rest septic profiles, whose jerk is continuous and bounded.
+  and back) built from rest-to-rest septic profiles, whose jerk is continuous and bounded;
+* :func:`ellipse`: the elliptic test path of Staicu & Carp-Ciocardia (2003) eq. (7).
 
 All return a :class:`Trajectory` sampled at ``dt``; positions in m, base frame, z up.
 """
@@ -290,4 +291,56 @@ def pick_place(start=(-0.1525, 0.0, -0.8), height: float = 0.025, width: float =
         add(t0, lift_time, height * ez)
         add(t0 + t_move0, move_time, sgn * width * dvec)
         add(t0 + t_down0, lift_time, -height * ez)
+    return Trajectory(t, X, Xd, Xdd)
+
+
+#: Staicu & Carp-Ciocardia's eq. (7) in base_link (their z_0 points down, ours up; their y_0
+#: becomes -y, see ``config/robots/staicu2003.yaml``): start on the axis at
+#: z = -(l_1 + l_3 cos beta) = -(0.1 + 0.35 cos 30 deg), x_0* = 0.03, y_0* = 0.05, z_0* = 0.07 m.
+STAICU_ELLIPSE = {"start": (0.0, 0.0, -(0.1 + 0.35 * math.cos(math.pi / 6))),
+                  "axis_a": (0.03, 0.0, 0.0), "axis_b": (0.0, -0.05, 0.07), "period": 6.0}
+
+
+def ellipse(start=STAICU_ELLIPSE["start"], axis_a=STAICU_ELLIPSE["axis_a"],
+            axis_b=STAICU_ELLIPSE["axis_b"], period: float = 6.0, duration: float | None = None,
+            dt: float = 1e-3, ramp: float = 0.0) -> Trajectory:
+    """The elliptic path of Staicu & Carp-Ciocardia eq. (7), with analytic derivatives:
+
+    X(t) = X_0 + a sin(theta) + b (1 - cos(theta)),  theta = w t,  w = 2 pi / ``period``
+    X_dot = (a cos(theta) + b sin(theta)) theta_dot
+    X_ddot = (a cos(theta) + b sin(theta)) theta_ddot + (b cos(theta) - a sin(theta)) theta_dot^2
+
+    an ellipse with centre X_0 + b and conjugate semi-axes a and b through ``start`` = X_0.
+    The defaults are the paper's (w = pi/3 rad/s, :data:`STAICU_ELLIPSE`, for the
+    ``staicu2003`` robot). The paper starts at full speed; with ``ramp`` > 0 theta_dot
+    rises smoothly from 0 to w over ``ramp`` s (as in :func:`circle`). ``duration``
+    defaults to one turn, ``period + ramp``.
+
+    >>> tr = ellipse(dt=0.5)
+    >>> tr.X[6].round(4).tolist(), tr.Xd[0].round(4).tolist()     # half a turn, t = 3 s
+    ([0.0, -0.1, -0.2631], [0.0314, 0.0, 0.0])
+    """
+    vecs = []
+    for name, v in (("start", start), ("axis a", axis_a), ("axis b", axis_b)):
+        arr = np.asarray(v, dtype=float)
+        if arr.shape != (3,) or not np.isfinite(arr).all():
+            raise ValueError(f"ellipse {name} must be 3 finite numbers (m), got {v!r}")
+        vecs.append(arr)
+    x0, a, b = vecs
+    if not np.linalg.norm(np.cross(a, b)) > 0:
+        raise ValueError(f"ellipse axes a = {a.tolist()} and b = {b.tolist()} must be non-zero "
+                         "and not parallel")
+    if not period > 0 or not math.isfinite(period):
+        raise ValueError(f"ellipse period must be > 0 s, got {period}")
+    if not (ramp >= 0 and math.isfinite(ramp)):
+        raise ValueError(f"ellipse ramp must be >= 0 s, got {ramp}")
+    t = _times(duration if duration is not None else period + ramp, dt)
+    w = 2 * math.pi / period
+    sig, integ, dsig = _ramp(t, ramp)
+    th, thd, thdd = w * integ, w * sig, w * dsig
+    c, s = np.cos(th)[:, None], np.sin(th)[:, None]
+    tangent = a * c + b * s
+    X = x0 + a * s + b * (1.0 - c)
+    Xd = tangent * thd[:, None]
+    Xdd = tangent * thdd[:, None] + (b * c - a * s) * (thd * thd)[:, None]
     return Trajectory(t, X, Xd, Xdd)

@@ -3,18 +3,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_dynamics.cli.args import fmt, info, model_for, robot_option, row_error, smoothing
+from delta_dynamics.cli.args import CliError, fmt, info, model_for, robot_option, row_error, smoothing
 
 
 def cmd_inverse(args) -> int:
     from delta_dynamics.kinematics import UnreachableError
     from delta_dynamics.kinds import joint_units, modules
-    from delta_dynamics.trajectory_io import read_trajectory, write_joint_data
+    from delta_dynamics.trajectory_io import joint_columns, read_trajectory, write_csv
 
     m = model_for(args.robot, friction=not args.no_friction, kinds=("rotary", "prismatic"))
     ops, units = modules(m), joint_units(m)
     inverse_kinematics, joint_state = ops.kinematics.inverse_kinematics, ops.dynamics.joint_state
-    inverse_dynamics = ops.dynamics.inverse_dynamics
+    inverse_dynamics, friction_torque = ops.dynamics.inverse_dynamics, ops.dynamics.friction_torque
+    other = None
+    if args.model != "explicit":
+        from delta_dynamics.compare import ModelUnavailable, model_function
+        if units["effort_column"] != "tau":
+            raise CliError(f"--model {args.model}: the reference models are for rotary Deltas; "
+                           f"{m.robot.name} is a linear one")
+        try:
+            other = model_function(args.model)
+        except ModelUnavailable as e:
+            raise CliError(str(e)) from None
     data = read_trajectory(args.trajectory, smoothing=args.smoothing)
     traj, table = data.trajectory, data.table
     if data.derived:
@@ -23,14 +33,23 @@ def cmd_inverse(args) -> int:
     try:
         inverse_kinematics(m, traj.X, check_limits=True)
         q, qd, qdd = joint_state(m, traj.X, traj.Xd, traj.Xdd)
-        tau = inverse_dynamics(m, traj.X, traj.Xd, traj.Xdd)
+        if other is None:
+            tau = inverse_dynamics(m, traj.X, traj.Xd, traj.Xdd)
+        else:
+            # the registered models give rigid-body torques; joint friction is the robot file's
+            tau = np.asarray(other(m.robot, traj), dtype=float) + friction_torque(m, qd)
     except UnreachableError as e:
         raise row_error(table, e) from None
     _warn_limits(m, table, qd, qdd, tau, units)
     col = units["effort_column"]
-    write_joint_data(args.out, traj.t, q, qd, qdd, tau, effort=col)
-    print(f"wrote {args.out}: {len(traj)} rows, peak |{col}| = {fmt(np.abs(tau).max(axis=0), '.4g')} "
-          f"{units['effort']}")
+    header, columns = list(joint_columns(col)), [traj.t, q, qd, qdd, tau]
+    if args.powers:
+        header += ["p1", "p2", "p3"]
+        columns.append(tau * qd)
+    write_csv(args.out, header, np.column_stack(columns))
+    extra = f", peak |p| = {fmt(np.abs(tau * qd).max(axis=0), '.4g')} W" if args.powers else ""
+    print(f"wrote {args.out}: {len(traj)} rows ({args.model} model), peak |{col}| = "
+          f"{fmt(np.abs(tau).max(axis=0), '.4g')} {units['effort']}{extra}")
     return 0
 
 
@@ -53,13 +72,20 @@ def register(sub) -> None:
     ip = sub.add_parser("inverse", help="joint angles and torques along a trajectory CSV",
                         description="Inverse dynamics along a trajectory CSV. Writes "
                         "t,q1,q2,q3,qd1,qd2,qd3,qdd1,qdd2,qdd3,tau1,tau2,tau3 (rad, rad/s, "
-                        "rad/s^2, N m at the arm); for a linear (prismatic) Delta "
-                        "t,q1..,qd1..,qdd1..,f1,f2,f3 (carriage positions in m, m/s, m/s^2, "
-                        "forces in N). A trajectory with only t,x,y,z gets its "
+                        "rad/s^2, N m at the arm), with --powers also p1,p2,p3 (W); for a linear "
+                        "(prismatic) Delta t,q1..,qd1..,qdd1..,f1,f2,f3 (carriage positions in m, "
+                        "m/s, m/s^2, forces in N). A trajectory with only t,x,y,z gets its "
                         "velocity and acceleration from a quintic smoothing spline per axis.")
     robot_option(ip)
     ip.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory")
     ip.add_argument("--out", required=True, metavar="CSV", help="output joint data")
+    ip.add_argument("--model", default="explicit", metavar="NAME",
+                    help="dynamic model: 'explicit' (Asadi & Heydari, lumped forearm; the default), "
+                    "'staicu' (Staicu & Carp-Ciocardia: every body with its inertia tensor, "
+                    "from the robot file's mass_properties.full_body), or another model "
+                    "registered in delta_dynamics.compare.MODELS")
+    ip.add_argument("--powers", action="store_true",
+                    help="add the actuator powers p_i = tau_i qd_i (W) as columns p1,p2,p3")
     ip.add_argument("--smoothing", type=smoothing, default="auto", metavar="auto|SIGMA",
                     help="for t,x,y,z-only input: RMS position noise in m the spline may smooth "
                     "away; 'auto' estimates it from the data, 0 interpolates (default: auto)")

@@ -1,4 +1,4 @@
-"""``delta-dynamics trajectory circle|lissajous|pick-place``: platform trajectories as CSV."""
+"""``delta-dynamics trajectory circle|lissajous|pick-place|ellipse``: platform trajectories as CSV."""
 from __future__ import annotations
 
 import math
@@ -17,6 +17,9 @@ def _make_trajectory(args):
         return tr.lissajous(speed=args.speed, x0=args.x0, y0=args.y0, depth=args.depth,
                             wx=args.wx, wy=args.wy, phix=args.phix, phiy=args.phiy,
                             dt=args.dt, ramp=args.ramp, timing=args.timing)
+    if args.kind == "ellipse":
+        return tr.ellipse(start=tuple(args.start), axis_a=tuple(args.axis_a), axis_b=tuple(args.axis_b),
+                          period=args.period, duration=args.duration, dt=args.dt, ramp=args.ramp)
     return tr.pick_place(start=tuple(args.start), height=args.height, width=args.width,
                          direction=tuple(args.direction), lift_time=args.lift_time,
                          move_time=args.move_time, dwell=args.dwell, cycles=args.cycles,
@@ -48,7 +51,7 @@ def cmd_trajectory(args) -> int:
 
 def register(sub) -> None:
     # trajectory
-    tp = sub.add_parser("trajectory", help="write a circle, Lissajous or pick-and-place trajectory CSV",
+    tp = sub.add_parser("trajectory", help="write a circle, Lissajous, pick-and-place or ellipse trajectory CSV",
                         description="Write a platform trajectory as CSV (t,x,y,z,xd,yd,zd,xdd,ydd,zdd; SI).")
     tsub = tp.add_subparsers(dest="kind", required=True, metavar="KIND")
 
@@ -106,3 +109,22 @@ def register(sub) -> None:
     pp.add_argument("--move-time", type=positive, default=0.4, help="s across (default: %(default)g)")
     pp.add_argument("--dwell", type=nonnegative, default=0.1, help="s at rest after each leg (default: %(default)g)")
     common(pp)
+
+    from delta_dynamics.trajectories import STAICU_ELLIPSE as E
+    el = tsub.add_parser("ellipse", help="elliptic path of Staicu & Carp-Ciocardia (eq. 7)",
+                         description="X(t) = START + A sin(w t) + B (1 - cos(w t)), w = 2 pi / PERIOD, "
+                         "with analytic velocity and acceleration. The defaults are the paper's path "
+                         "for the staicu2003 robot, in base_link (z up).")
+    el.add_argument("--start", type=finite, nargs=3, default=E["start"], metavar=("X", "Y", "Z"),
+                    help="position at t = 0 in m (default: 0 0 -(0.1 + 0.35 cos 30 deg) = "
+                    f"{E['start'][2]:.6g})")
+    el.add_argument("--axis-a", type=finite, nargs=3, default=E["axis_a"], metavar=("AX", "AY", "AZ"),
+                    help=f"m, the sin(w t) term (default: {' '.join(f'{v:g}' for v in E['axis_a'])})")
+    el.add_argument("--axis-b", type=finite, nargs=3, default=E["axis_b"], metavar=("BX", "BY", "BZ"),
+                    help=f"m, the (1 - cos(w t)) term (default: {' '.join(f'{v:g}' for v in E['axis_b'])})")
+    el.add_argument("--period", type=positive, default=E["period"], help="s per turn at full speed "
+                    "(default: %(default)g, the paper's w = pi/3 rad/s)")
+    el.add_argument("--duration", type=positive, default=None, help="s (default: period + ramp)")
+    el.add_argument("--ramp", type=nonnegative, default=0.0, help="s to reach full speed from "
+                    "rest (default: 0, start at full speed as the paper does)")
+    common(el)

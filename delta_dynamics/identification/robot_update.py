@@ -95,10 +95,13 @@ def physical_from_lumped(robot: RobotParameters, p: DynamicParameters) -> tuple:
     viscous = nonneg("viscous", p.viscous)
     coulomb = nonneg("coulomb", p.coulomb)
     static = nonneg("static", p.static)
+    if mp.full_body is not None:
+        notes.append("mass_properties.full_body dropped: its bodies no longer match the identified "
+                     "lumped parameters")
     mass = dataclasses.replace(
         mp, upper_arm=UpperArm(mass=m_L, com_distance=r_L, inertia=I_L),
         forearm=Forearm(mass=M_K, com_ratio=rk, inertia=min(I_K, M_K * rk * (1 - rk) * lk * lk)),
-        platform_mass=platform)
+        platform_mass=platform, full_body=None)
     friction = Friction(viscous=viscous, coulomb=coulomb, static=static,
                         stribeck_velocity=p.stribeck_velocity, smoothing_velocity=p.smoothing_velocity)
     return robot.replace(mass=mass, friction=friction), notes

@@ -1,0 +1,56 @@
+"""``delta-dynamics compare``: several dynamic models of one robot along one trajectory."""
+from __future__ import annotations
+
+from delta_dynamics.cli.args import CliError, fmt, info, robot_option, row_error, smoothing
+
+
+def cmd_compare(args) -> int:
+    from delta_core.robot_file import load_robot
+    from delta_dynamics.compare import ModelUnavailable, compare, model_function, parse_model_list, plot
+    from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
+    from delta_dynamics.model import DeltaModel
+    from delta_dynamics.trajectory_io import read_trajectory
+
+    try:
+        names = parse_model_list(args.models)
+        for n in names:
+            model_function(n)                      # every model available before any work
+    except (ModelUnavailable, ValueError) as e:
+        raise CliError(f"--models: {e}") from None
+    robot = load_robot(args.robot)
+    data = read_trajectory(args.trajectory, smoothing=args.smoothing)
+    traj, table = data.trajectory, data.table
+    if data.derived:
+        info(f"{args.trajectory}: no velocity/acceleration columns: derived from a quintic "
+             f"smoothing spline (noise sigma per axis: {fmt(data.smoothing, '.3g')} m)")
+    try:
+        inverse_kinematics(DeltaModel(robot), traj.X, check_limits=True)
+        res = compare(robot, traj, names)
+    except UnreachableError as e:
+        raise row_error(table, e) from None
+    print(f"{robot.name}, {args.trajectory}: {len(traj)} samples, rigid-body torques (no joint "
+          f"friction); differences from '{res.reference}' in % of its peak |tau| = {res.peak:.4g} N m")
+    print(res.table())
+    if args.plot:
+        plot(res, args.plot, title=f"{robot.name}: {args.trajectory}")
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def register(sub) -> None:
+    cp = sub.add_parser("compare", help="compare dynamic models along a trajectory (RMS/max differences, plot)",
+                        description="Rigid-body actuator torques (without joint friction) of several "
+                        "models along a trajectory CSV. Prints, for each model, the RMS and the "
+                        "largest difference from the first model in % of the first model's peak "
+                        "|tau| (over joints and samples), and the runtime per sample; --plot draws "
+                        "the torques and the differences.")
+    robot_option(cp)
+    cp.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory")
+    cp.add_argument("--models", default="explicit,staicu", metavar="A,B[,...]",
+                    help="comma-separated models, the first is the reference (default: %(default)s; "
+                    "known: explicit, staicu, multibody, mujoco where their packages are installed, and "
+                    "whatever else delta_dynamics.compare.MODELS registers)")
+    cp.add_argument("--plot", metavar="PNG", default=None, help="write a plot of torques and differences")
+    cp.add_argument("--smoothing", type=smoothing, default="auto", metavar="auto|SIGMA",
+                    help="for t,x,y,z-only input: as for 'inverse' (default: auto)")
+    cp.set_defaults(func=cmd_compare)
