@@ -254,9 +254,10 @@ def joint_rates(s: MultibodySystem, st: State) -> np.ndarray:
 
 def joint_angles(s: MultibodySystem, st: State) -> np.ndarray:
     """Actuated joint angles q_i from the arms' orientations (rad)."""
-    A = rotation(st.theta[s.arm_slice])
-    x = A[:, :, 0]
-    return np.arctan2(-x[:, 2], np.einsum("ia,ia->i", x, s.u))
+    e0, e1, e2, e3 = st.theta[s.arm_slice].T
+    # first column of A (eq. 2): the arm's x axis
+    x = np.stack([e0 * e0 + e1 * e1 - e2 * e2 - e3 * e3, 2.0 * (e1 * e2 + e0 * e3), 2.0 * (e1 * e3 - e0 * e2)], 1)
+    return np.arctan2(-x[:, 2], (x * s.u).sum(1))
 
 
 def applied_forces(s: MultibodySystem, ev: Evaluation, st: State, tau, friction: Friction | None,
@@ -346,6 +347,8 @@ def velocities_for(s: MultibodySystem, st: State, Xd) -> np.ndarray:
 
 def platform_position(s: MultibodySystem, st: State) -> np.ndarray:
     """The platform centre X (m): its COM less the blocks' offset."""
+    if not s.platform_com.any():
+        return st.pos[s.platform].copy()
     return st.pos[s.platform] - rotation(st.theta[s.platform]) @ s.platform_com
 
 

@@ -104,10 +104,13 @@ def rotate_by(theta, phi) -> np.ndarray:
     """theta (n, 4) turned by the world rotation vectors phi (n, 3) (rad; axis phi/|phi|,
     angle |phi|): exp(phi) * theta, normalised."""
     phi = np.asarray(phi, dtype=float)
-    half = 0.5 * np.sqrt((phi * phi).sum(1))
+    ang = np.sqrt((phi * phi).sum(1))
+    half = 0.5 * ang
     dq = np.empty((len(phi), 4))
     dq[:, 0] = np.cos(half)
-    dq[:, 1:] = (0.5 * np.sinc(half / np.pi))[:, None] * phi       # sin(|phi|/2) / |phi|
+    # sin(|phi|/2) / |phi|, its series below 1e-4 rad (error < 1e-18)
+    k = np.where(ang > 1e-4, np.sin(half) / np.maximum(ang, 1e-4), 0.5 - ang * ang / 48.0)
+    dq[:, 1:] = k[:, None] * phi
     out = (dq[:, :, None] * np.asarray(theta)[:, None, :]).reshape(-1, 16) @ _KQ
     return out / np.sqrt((out * out).sum(1))[:, None]
 
