@@ -47,7 +47,8 @@ class MultibodyPlant(Plant):
 
     def __init__(self, robot, friction: bool = True, stabilisation: str = "projection",
                  system: MultibodySystem | None = None):
-        self.system = system if system is not None else MultibodySystem(load_robot(robot))
+        # the fixed base never moves: the plant leaves it out (the ground holds the shoulders)
+        self.system = system if system is not None else MultibodySystem(load_robot(robot), include_base=False)
         self.robot = self.system.robot
         self.friction = Friction(self.robot, enabled=friction)
         if stabilisation not in ("projection", "baumgarte"):

@@ -74,6 +74,8 @@ class Joint:
 class MultibodySystem:
     """The static multibody model (like Pinocchio's ``Model``): bodies, joints, constants.
 
+    The fixed base is a body (welded to the ground, eq. 3) when ``base`` or the body set
+    has one and ``include_base``; its only use is the ground's reaction on it.
     Arrays over bodies: ``mass`` (nb,), ``inertia`` (nb, 3, 3) about the COM in the body
     frame. Spheres (nS): body ``s_i``, ``s_j`` (the ground is index ``nb`` in the state
     arrays), points ``s_ui``, ``s_uj`` in the bodies' frames (relative to their COM).
@@ -81,7 +83,8 @@ class MultibodySystem:
     Constraint rows: 3 per sphere, then one per dot; columns: (v, omega) per body.
     """
 
-    def __init__(self, robot: RobotParameters, bodies: BodySet | None = None, base: RigidBody | None = None):
+    def __init__(self, robot: RobotParameters, bodies: BodySet | None = None, base: RigidBody | None = None,
+                 include_base: bool = True):
         from delta_dynamics.model import DeltaModel
 
         self.robot = robot
@@ -97,7 +100,7 @@ class MultibodySystem:
         self.e = np.stack([-np.sin(phi), np.cos(phi), np.zeros(3)], 1)       # motor axes (+y')
         names, mass, inertia = [], [], []
         base = base if base is not None else getattr(bs, "base", None)
-        self.has_base = base is not None and base.mass > 0
+        self.has_base = include_base and base is not None and base.mass > 0
         off = 1 if self.has_base else 0
         if self.has_base:
             names.append("base")
