@@ -4,6 +4,8 @@
     delta-dynamics inverse --robot nt_robot --trajectory traj.csv --out torques.csv [--model staicu --powers]
     delta-dynamics compare --robot staicu2003 --trajectory traj.csv --models explicit,staicu --plot cmp.png
     delta-dynamics forward --robot nt_robot --torques torques.csv --out sim.csv
+    delta-dynamics simulate --model multibody --torques torques.csv --out sim.csv [--reactions r.csv]
+    delta-dynamics reactions --robot nt_robot --trajectory traj.csv --out reactions.csv
     delta-dynamics ik X Y Z          # platform position (m) -> joint angles
     delta-dynamics fk Q1 Q2 Q3       # joint angles (rad) -> platform position
     delta-dynamics demo --out out/   # what `make run` runs: plots in out/
@@ -19,11 +21,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from delta_dynamics.cli import compare, demo, forward, inverse, point, trajectory
+from delta_dynamics.cli import compare, demo, forward, inverse, point, reactions, simulate, trajectory
 from delta_dynamics.cli.args import PROG, CliError
 
 #: The subcommand modules, in the order of ``--help``; each has ``register(subparsers)``.
-COMMANDS = (trajectory, inverse, forward, compare, point, demo)
+COMMANDS = (trajectory, inverse, forward, simulate, reactions, compare, point, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

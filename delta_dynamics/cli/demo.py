@@ -1,16 +1,20 @@
 """``delta-dynamics demo``: the model on demo trajectories, plots."""
 from __future__ import annotations
 
-from delta_dynamics.cli.args import robot_option
+from delta_dynamics.cli.args import DEFAULT_ROBOT, robot_option
 
 
 def cmd_demo(args) -> int:
-    from delta_core.robot_file import load_robot
-    if load_robot(args.robot).type == "prismatic":
-        from delta_dynamics.prismatic.demo import run      # the paper's Figs. 4 and 5
+    robot = args.robot or ("d3s800" if args.model == "multibody" else DEFAULT_ROBOT)
+    if args.model == "multibody":
+        from delta_dynamics.multibody.demo import run
     else:
-        from delta_dynamics.demo import run
-    run(robot=args.robot, out=args.out)
+        from delta_core.robot_file import load_robot
+        if load_robot(robot).type == "prismatic":
+            from delta_dynamics.prismatic.demo import run      # the paper's Figs. 4 and 5
+        else:
+            from delta_dynamics.demo import run
+    run(robot=robot, out=args.out)
     return 0
 
 
@@ -18,6 +22,10 @@ def register(sub) -> None:
     d = sub.add_parser("demo", help="run the model on demo trajectories and write plots (make run)",
                        description="Run the model on demo trajectories and write plots. For a linear "
                        "(prismatic) Delta, e.g. --robot colombo2020: Colombo & Lentini's Figs. 4 and 5.")
-    robot_option(d)
+    robot_option(d, default=None, help_=f"robot preset name or robot file (default: {DEFAULT_ROBOT}; "
+                 f"d3s800 with --model multibody)")
+    d.add_argument("--model", choices=("explicit", "multibody"), default="explicit",
+                   help="explicit: the explicit model's demo (make run); multibody: Elshami et al.'s "
+                   "figures on the multibody model (default: %(default)s)")
     d.add_argument("--out", default="out", metavar="DIR", help="output folder (default: %(default)s)")
     d.set_defaults(func=cmd_demo)

@@ -1,0 +1,60 @@
+"""``delta-dynamics reactions``: joint reaction forces along a prescribed platform trajectory
+(inverse dynamics of the multibody model).
+
+    delta-dynamics reactions --robot R --trajectory traj.csv --out reactions.csv [--torques tau.csv]
+
+``reactions.csv`` has the columns of ``delta-dynamics simulate --reactions``: ``t``, per leg i
+``f{i}x,f{i}y,f{i}z`` (the force forearm i applies to the platform at its platform joint) and
+the shoulder reactions ``s{i}x,s{i}y,s{i}z`` (the force the base applies to upper arm i), N,
+world frame. ``--torques`` also writes the motor torques as joint data.
+"""
+from __future__ import annotations
+
+from delta_dynamics.cli.args import CliError, info, robot_option, row_error, smoothing
+
+
+def cmd_reactions(args) -> int:
+    from delta_core.robot_file import load_robot
+    from delta_dynamics.cli.simulate import REACTION_COLUMNS, reaction_table
+    from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
+    from delta_dynamics.multibody.reactions import inverse_dynamics
+    from delta_dynamics.multibody.system import MultibodySystem
+    from delta_dynamics.trajectory_io import read_trajectory, write_csv, write_joint_data
+
+    s = MultibodySystem(load_robot(args.robot))
+    tf = read_trajectory(args.trajectory, smoothing=args.smoothing)
+    traj = tf.trajectory
+    if tf.derived:
+        info(f"note: {args.trajectory} has positions only: velocities and accelerations from a "
+             f"smoothing spline (noise {', '.join(f'{v:.2g}' for v in tf.smoothing)} m)")
+    try:
+        inverse_kinematics(s.kinematics, traj.X, check_limits=True)
+        out = inverse_dynamics(s, traj.X, traj.Xd, traj.Xdd, friction=not args.no_friction)
+    except UnreachableError as e:
+        raise row_error(tf.table, e) from None
+    write_csv(args.out, REACTION_COLUMNS, reaction_table(traj.t, out.reactions))
+    if args.torques:
+        from delta_dynamics.dynamics import joint_state
+        _, _, qdd = joint_state(s.kinematics, traj.X, traj.Xd, traj.Xdd)
+        write_joint_data(args.torques, traj.t, out.q, out.qd, qdd, out.tau)
+    if out.residual > 1e-6:
+        raise CliError(f"{args.trajectory}: the equations of motion were solved only to {out.residual:.3g} "
+                       f"(the mechanism is near a singular configuration)")
+    print(f"wrote {args.out}{' and ' + args.torques if args.torques else ''}: {len(traj.t)} rows "
+          f"(multibody inverse dynamics, {s.n_bodies} bodies, {s.n_constraints} constraints)")
+    return 0
+
+
+def register(sub) -> None:
+    rp = sub.add_parser("reactions", help="joint reaction forces along a platform trajectory (multibody)",
+                        description="Inverse dynamics of the multibody model (Elshami et al.) along a "
+                        "trajectory CSV: the reaction forces at the platform joints and the shoulders "
+                        "(world frame) and, with --torques, the motor torques.")
+    robot_option(rp)
+    rp.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory (t,x,y,z[,xd..zdd])")
+    rp.add_argument("--out", required=True, metavar="CSV", help="output: reaction forces")
+    rp.add_argument("--torques", metavar="CSV", help="also write the motor torques as joint data")
+    rp.add_argument("--smoothing", type=smoothing, default="auto",
+                    help="position-only input: noise level in m, or auto (default: auto)")
+    rp.add_argument("--no-friction", action="store_true", help="leave joint friction out of the torques")
+    rp.set_defaults(func=cmd_reactions)

@@ -1,0 +1,125 @@
+"""``delta-dynamics simulate``: simulate a plant model under a torque CSV.
+
+    delta-dynamics simulate --model multibody --robot R --torques tau.csv --out sim.csv
+                            [--reactions reactions.csv]
+
+``sim.csv``: ``t,x,y,z,xd,yd,zd,q1,q2,q3,qd1,qd2,qd3,violation`` (violation: the largest
+constraint residual at that sample, m; 0 for the explicit model, which has no constraints).
+``reactions.csv`` (multibody only): ``t``, then per leg i ``f{i}x,f{i}y,f{i}z`` (the force
+forearm i applies to the platform at its platform joint, N, world frame), then the shoulder
+reactions ``s{i}x,s{i}y,s{i}z`` (the force the base applies to upper arm i at its motor
+axis, N, world frame).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from delta_dynamics.cli.args import SAMPLE, CliError, count, robot_option
+
+MODELS = ("multibody", "explicit")
+SIM_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "q1", "q2", "q3", "qd1", "qd2", "qd3", "violation")
+REACTION_COLUMNS = (("t",) + tuple(f"f{i}{a}" for i in (1, 2, 3) for a in "xyz")
+                    + tuple(f"s{i}{a}" for i in (1, 2, 3) for a in "xyz"))
+
+
+def reaction_table(t, reactions) -> np.ndarray:
+    """Rows of ``reactions.csv`` from :class:`delta_dynamics.multibody.reactions.Reactions`."""
+    n = len(t)
+    return np.column_stack([t, reactions.platform_force.reshape(n, 9), reactions.shoulder_force.reshape(n, 9)])
+
+
+def cmd_simulate(args) -> int:
+    from delta_core.robot_file import load_robot
+    from delta_dynamics.kinematics import UnreachableError, check_joint_limits
+    from delta_dynamics.trajectory_io import read_joint_data, write_csv
+
+    robot = load_robot(args.robot)
+    jd = read_joint_data(args.torques)
+    if args.reactions and args.model != "multibody":
+        raise CliError(f"--reactions needs --model multibody (the {args.model} model has no joint reactions)")
+    from delta_dynamics.model import DeltaModel
+    m = DeltaModel(robot)
+    try:
+        check_joint_limits(m, jd.q[0])
+    except UnreachableError as e:
+        raise CliError(f"{jd.table.where(0)}: initial state: {e}") from None
+    try:
+        if args.model == "multibody":
+            data, react, note = _multibody(robot, jd, args)
+        else:
+            data, react, note = _explicit(m, jd, args)
+    except UnreachableError as e:
+        k = int(getattr(e, "index", 0) or 0)
+        raise CliError(f"{args.torques}: the simulated robot left its workspace near t = {jd.t[k]:.6g} s: "
+                       f"{SAMPLE.sub('', str(e))}") from None
+    if not np.isfinite(data).all():
+        k = int(np.argmin(np.isfinite(data).all(axis=1)))
+        raise CliError(f"{jd.table.where(k)}: the simulation diverged (try more --substeps)")
+    write_csv(args.out, SIM_COLUMNS, data)
+    if args.reactions:
+        write_csv(args.reactions, REACTION_COLUMNS, react)
+    print(f"wrote {args.out}{' and ' + args.reactions if args.reactions else ''}: {len(jd.t)} rows, "
+          f"{jd.t[-1] - jd.t[0]:.6g} s simulated ({args.model}, {note})")
+    return 0
+
+
+def _multibody(robot, jd, args):
+    from delta_dynamics.multibody.simulation import simulate
+    from delta_dynamics.multibody.system import MultibodySystem
+
+    s = MultibodySystem(robot)
+    hold = args.hold if args.method == "rk4" else "zero"
+    sim = simulate(s, jd.q[0], jd.qd[0], jd.t, jd.tau, method=args.method, substeps=args.substeps,
+                   stabilisation=args.stabilisation, friction=not args.no_friction,
+                   reactions=bool(args.reactions), hold=hold)
+    data = np.column_stack([sim.t, sim.X, sim.Xd, sim.q, sim.qd, sim.violation])
+    react = reaction_table(sim.t, sim.reactions) if args.reactions else None
+    note = (f"{args.method}, {sim.substeps} substep{'s' if sim.substeps > 1 else ''} per row, "
+            f"{hold} hold, {args.stabilisation}, max violation {sim.violation.max():.2g} m")
+    return data, react, note
+
+
+def _explicit(m, jd, args):
+    from delta_dynamics.dynamics import cartesian_state, joint_state
+    from delta_dynamics.simulate import simulate_fixed
+
+    if args.no_friction:
+        m = m.without_friction()
+    X0, V0, _ = cartesian_state(m, jd.q[0], jd.qd[0])
+    rows = jd.tau.tolist()
+    t = jd.t
+
+    def held(s_):
+        k = min(max(int(np.searchsorted(t, s_, side="right")) - 1, 0), len(t) - 1)
+        return rows[k]
+    substeps = args.substeps or 1
+    X, V = simulate_fixed(m, X0, V0, t, held, method=args.method, substeps=substeps)
+    q, qd, _ = joint_state(m, X, V)
+    data = np.column_stack([t, X, V, q, qd, np.zeros(len(t))])
+    return data, None, f"{args.method}, {substeps} substep{'s' if substeps > 1 else ''} per row, zero hold"
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("simulate", help="simulate a plant model (multibody or explicit) under a torque CSV",
+                        description="Forward simulation from the first row's state (q, qd) under the "
+                        "torques of a joint-data CSV on the multibody model (Elshami et al.: every body, "
+                        "joints as constraints, projection onto the constraint manifold) or the explicit "
+                        "model; writes t,x,y,z,xd,yd,zd,q1..3,qd1..3,violation and, for the multibody "
+                        "model, the joint reaction forces.")
+    sp.add_argument("--model", choices=MODELS, default="multibody", help="plant model (default: %(default)s)")
+    robot_option(sp)
+    sp.add_argument("--torques", required=True, metavar="CSV", help="input joint data (t, q, qd, tau)")
+    sp.add_argument("--out", required=True, metavar="CSV", help="output: simulated states")
+    sp.add_argument("--reactions", metavar="CSV", help="multibody only: also write the joint reaction forces")
+    sp.add_argument("--method", choices=("rk4", "semi-implicit"), default="rk4",
+                    help="fixed-step integrator (default: rk4; semi-implicit: the plant's step)")
+    sp.add_argument("--substeps", type=count, default=None,
+                    help="steps per row (default: multibody rk4: as many as the friction's stiffness "
+                    "needs; otherwise 1)")
+    sp.add_argument("--hold", choices=("linear", "zero"), default="linear",
+                    help="multibody rk4: torques interpolated between rows (linear) or held over each "
+                    "row like a drive (zero) (default: %(default)s; semi-implicit always holds)")
+    sp.add_argument("--stabilisation", choices=("projection", "baumgarte", "none"), default="projection",
+                    help="multibody: constraint stabilisation (default: %(default)s)")
+    sp.add_argument("--no-friction", action="store_true", help="leave joint friction out")
+    sp.set_defaults(func=cmd_simulate)
