@@ -91,7 +91,7 @@ setup(
         'test': ['pytest'],
         # The MuJoCo plant and model (delta_dynamics.mujoco_model): optional, the default
         # explicit plant and the real drives do not need it. requirements-dev.txt installs it.
-        'mujoco': ['mujoco>=3.2.3'],
+        'mujoco': ['mujoco>=4.0'],         # tested with 4.0.0 (requirements-dev.txt)
     },
     entry_points={
         'console_scripts': [

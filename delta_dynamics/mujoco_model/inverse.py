@@ -100,9 +100,10 @@ class MujocoInverseDynamics:
         d.qpos[c.platform] = X
         mujoco.mj_fwdPosition(m, d)                       # kinematics, M, constraint Jacobian
         C = d.efc_J[:d.ne * nv].reshape(d.ne, nv)
-        # G = dv/dq_dot_a: arm columns identity, dependent ones -C_dep^-1 C_a (least squares:
-        # 9 closure rows for 9 dependent coordinates, exact away from singularities)
-        Gdep = -np.linalg.solve(C[:, dep], C[:, arm])
+        # G = dv/dq_dot_a: identity on the arms, -C_dep^-1 C_a on the dependent coordinates
+        # (9 closure rows for 9 dependent coordinates; regular away from singularities)
+        Cdep = C[:, dep]
+        Gdep = -np.linalg.solve(Cdep, C[:, arm])
         v = np.empty(nv)
         v[arm] = qd
         v[dep] = Gdep @ qd
@@ -115,7 +116,7 @@ class MujocoInverseDynamics:
             cdv[3 * i:3 * i + 3] = (self._jd1 - self._jd2) @ v
         a = np.empty(nv)
         a[arm] = qdd
-        a[dep] = Gdep @ qdd - np.linalg.solve(C[:, dep], cdv)
+        a[dep] = Gdep @ qdd - np.linalg.solve(Cdep, cdv)
         d.qacc[:] = a
         mujoco.mj_rne(m, d, 1, self._tree)               # tree inverse dynamics (bodies only)
         tree = self._tree + m.dof_armature * a            # + rotor inertias, as mj_inverse adds them

@@ -24,7 +24,10 @@ horizontal and outward, positive down; origin at the base centre). The tree, per
   the forearm's far end (x = l_K) and the site at the platform joint A_i coincide.
 
 No contacts (the mechanism's joint limits are the controller's business; leaving the
-workspace is detected by the plant). Visual geoms (capsules, a disc) carry no mass.
+workspace is detected by the plant). Visual geoms (capsules, a disc) carry no mass. The
+keyframe ``home`` is the assembled chain at rest at the workspace centre (MuJoCo's zero
+pose, every joint at 0, is not assembled), for MuJoCo's own viewer:
+``python -m mujoco.viewer --mjcf=delta.xml``, then load the key.
 
 >>> from delta_core.robot_file import load_robot
 >>> xml = mjcf_xml(load_robot("nt_robot"))
@@ -41,6 +44,8 @@ import numpy as np
 
 from delta_core.robot_file import RobotParameters, load_robot
 from delta_dynamics.bodies import body_set
+from delta_dynamics.kinematics import inverse_kinematics, passive_angles, workspace_centre
+from delta_dynamics.model import DeltaModel
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,17 @@ def mjcf_xml(robot, settings: SolverSettings | None = None, joint_friction: bool
             blk = ET.SubElement(plat, "body", {"name": f"platform_block_{i + 1}_link", "pos": _f(pos)})
             _inertial(blk, bs.platform_block, quat=_yaw(phi + math.pi / 2))
         ET.SubElement(plat, "site", {"name": f"platform_joint_{i + 1}", "pos": _f(pos)})
+
+    # the assembled chain at rest at the workspace centre (MuJoCo's own zero pose, every joint
+    # at 0, is not assembled: load this key in MuJoCo's viewer)
+    kin = DeltaModel(robot)
+    X = workspace_centre(kin)
+    pa = passive_angles(kin, X)
+    qpos = []
+    for i, qi in enumerate(inverse_kinematics(kin, X)):
+        qpos += [qi, pa[i, 0], pa[i, 1]]
+    key = ET.SubElement(root, "keyframe")
+    ET.SubElement(key, "key", {"name": "home", "qpos": _f(qpos + list(X))})
 
     eq = ET.SubElement(root, "equality")
     for k in range(1, 4):

@@ -18,10 +18,12 @@ acceleration response to joint forces (for MuJoCo's soft equality constraints
 P = M^-1 - M^-1 J^T (J M^-1 J^T + R)^-1 J M^-1, exact), the arm accelerations a solve
 (I + h P_aa D) a = a_0, and the friction force is tau_fric(q_dot) + h D a. The smooth sign
 makes D as large as c_s / eps (1250 N m s/rad on ``nt_robot``), which an explicit step of
-1 ms could not carry; MuJoCo's own implicit damping would not see the constraints.
+0.5 ms cannot carry (h D / I_arm ~ 3); MuJoCo's own implicit damping would not see the
+constraints. The correction is made only within a few eps of rest, where it matters.
 
 Integration: semi-implicit Euler, MuJoCo's ``Euler`` (q_dot += h q_dd, q += h q_dot), at
-``settings.timestep`` or less (a drive period is split into equal steps).
+``settings.timestep`` or less: :meth:`MujocoPlant.step` splits any ``dt`` into equal steps
+(``max_step`` stays the drive period the plant expects to be called with, 1 ms).
 
 >>> plant = MujocoPlant("nt_robot")
 >>> plant.place([0.3, 0.3, 0.3])
@@ -92,8 +94,8 @@ class ClosedChain:
         self.platform = np.array([m.jnt_qposadr[jid(n)] for n in ("platform_x", "platform_y", "platform_z")])
         self.arm_q_list = self.arm_q.tolist()
         self.platform_list = self.platform.tolist()
-        # every joint is a hinge or a slide: qpos and qvel share their addresses
-        assert m.nq == m.nv
+        if m.nq != m.nv:                # every joint is a hinge or a slide: one address for both
+            raise ValueError(f"the MuJoCo model of {self.robot.name} has other joints than hinges and slides")
 
     def qpos(self, q, X) -> np.ndarray:
         """The full closed-chain configuration (all 12 joints) for arm angles ``q`` and the
@@ -126,7 +128,6 @@ class MujocoPlant(Plant):
         self.robot = self.chain.robot
         self.model = self.chain.model
         self.data = mujoco.MjData(self.model)
-        self.max_step = self.chain.settings.timestep
         self.friction = bool(friction)
         self._fm = friction_model(self.robot)
         nv = self.model.nv
@@ -189,7 +190,7 @@ class MujocoPlant(Plant):
             raise ValueError(f"joint efforts must be 3 finite numbers, got {tau}")
         m, d = self.model, self.data
         saved = (d.time, d.qpos.copy(), d.qvel.copy(), d.qacc_warmstart.copy())
-        n = max(1, int(math.ceil(dt / self.max_step - 1e-9)))
+        n = max(1, int(math.ceil(dt / self.chain.settings.timestep - 1e-9)))
         h = dt / n
         if m.opt.timestep != h:
             m.opt.timestep = h
