@@ -21,8 +21,9 @@ makes D as large as c_s / eps (1250 N m s/rad on ``nt_robot``), which an explici
 0.5 ms cannot carry (h D / I_arm ~ 3); MuJoCo's own implicit damping would not see the
 constraints. The correction is made only within a few eps of rest, where it matters.
 
-Integration: semi-implicit Euler, MuJoCo's ``Euler`` (q_dot += h q_dd, q += h q_dot), at
-``settings.timestep`` or less: :meth:`MujocoPlant.step` splits any ``dt`` into equal steps
+Integration: semi-implicit Euler, MuJoCo's ``Euler`` (q_dot += h q_dd, q += h q_dot; by
+``mj_step``, or near rest by the plant itself after ``mj_forward`` and the friction
+correction), at ``settings.timestep`` or less: :meth:`MujocoPlant.step` splits any ``dt`` into equal steps
 (``max_step`` stays the drive period the plant expects to be called with, 1 ms).
 
 >>> plant = MujocoPlant("nt_robot")
@@ -214,13 +215,14 @@ class MujocoPlant(Plant):
         else:
             fric = slope = [0.0, 0.0, 0.0]
         d.qfrc_applied[c.arm_v] = [tau[i] - fric[i] for i in range(3)]
-        mujoco.mj_forward(m, d)
-        qacc = d.qacc
-        if max(slope) > self._stiff:                         # near zero speed (see the docstring)
-            P = self._response()                              # (nv, 3): d qacc / d tau_arm
-            hD = np.asarray(slope)
-            a = np.linalg.solve(np.eye(3) + P[c.arm_v] * hD, qacc[c.arm_v])   # (I + h P_aa D) a = a0
-            qacc = qacc - P @ (hD * a)                        # friction force grows by h D a
+        if max(slope) <= self._stiff:
+            mujoco.mj_step(m, d)                              # the same Euler step, all in MuJoCo
+            return
+        mujoco.mj_forward(m, d)                               # near rest (see the docstring)
+        P = self._response()                                  # (nv, 3): d qacc / d tau_arm
+        hD = np.asarray(slope)
+        a = np.linalg.solve(np.eye(3) + P[c.arm_v] * hD, d.qacc[c.arm_v])   # (I + h P_aa D) a = a0
+        qacc = d.qacc - P @ (hD * a)                          # friction force grows by h D a
         d.qacc_warmstart[:] = qacc
         d.qvel[:] += h * qacc
         mujoco.mj_integratePos(m, d.qpos, d.qvel, h)
