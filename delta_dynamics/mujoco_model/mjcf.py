@@ -129,8 +129,7 @@ def mjcf_xml(robot, settings: SolverSettings | None = None, joint_friction: bool
         "timestep": repr(float(s.timestep)), "gravity": _f((0.0, 0.0, -robot.gravity)),
         "integrator": "Euler", "solver": "Newton", "iterations": str(int(s.iterations)),
         "tolerance": repr(float(s.tolerance)), "jacobian": "dense"})
-    flags = ET.SubElement(root.find("option"), "flag", {"contact": "disable"})
-    del flags
+    ET.SubElement(root.find("option"), "flag", {"contact": "disable"})
     world = ET.SubElement(root, "worldbody")
     _visual(world, name="base", type="cylinder", size=_f((R, 0.01)), rgba="0.5 0.5 0.5 0.3")
     bar_r = 0.15 * max(g.forearm_spacing, 0.01)
