@@ -88,7 +88,12 @@ setup(
         'canopen',
         'python-can[multicast]',   # udp_multicast (delta-drive-sim in another process) needs msgpack
     ],
-    extras_require={'test': ['pytest']},
+    extras_require={
+        'test': ['pytest'],
+        # The MuJoCo plant and model (delta_dynamics.mujoco_model): optional, the default
+        # explicit plant and the real drives do not need it. requirements-dev.txt installs it.
+        'mujoco': ['mujoco>=4.0'],         # tested with 4.0.0 (requirements-dev.txt)
+    },
     entry_points={
         'console_scripts': [
             'delta-dynamics=delta_dynamics.cli:main',
