@@ -69,19 +69,20 @@ def parse_args(argv):
     ap.add_argument("--can-channel", help="CAN channel (canopen)")
     ap.add_argument("--drives-config", help="config/drives/<name>.yaml or a path (canopen)")
     ap.add_argument("--sim-time", dest="sim_time", action="store_true", default=None,
-                    help="simulated time (default with the simulated drives)")
+                    help="simulated time (default with the simulated drives; with --hardware canopen only "
+                    "for delta-drive-sim on the bus)")
     ap.add_argument("--no-sim-time", dest="sim_time", action="store_false",
                     help="run the simulated drives on the wall clock")
     ap.add_argument("--real-time-factor", type=_rtf, help="simulated seconds per wall second (default 1; 0: "
                     "as fast as possible)")
+    ap.add_argument("--plant", choices=("explicit", "multibody", "mujoco"),
+                    help="the simulated robot's physics (default explicit: the controller's model)")
     ap.add_argument("--demo", action="store_true", help="run the scripted demo on the simulated robot")
     ap.add_argument("--out", default="out", help="output folder of the demo (default: out)")
     ap.add_argument("--cycles", type=int, default=2, help="pick-and-place cycles per demo phase")
     args = ap.parse_args(argv)
     if not 1 <= args.cycles <= 100:
         ap.error(f"--cycles must be from 1 to 100, got {args.cycles}")
-    if args.hardware == "canopen" and args.sim_time:
-        ap.error("--sim-time needs the simulated drives: real drives run on the steady clock")
     if args.sim_time is None:
         args.sim_time = args.hardware != "canopen"
     if args.demo and args.hardware == "canopen":
@@ -118,7 +119,8 @@ def ros_arguments(args, ros_args, extra=()):
            "-p", f"use_sim_time:={'true' if args.sim_time else 'false'}"]
     for flag, name in (("robot", "robot"), ("hardware", "hardware"),
                        ("can_interface", "can_interface"), ("can_channel", "can_channel"),
-                       ("drives_config", "drives_config"), ("real_time_factor", "real_time_factor")):
+                       ("drives_config", "drives_config"), ("real_time_factor", "real_time_factor"),
+                       ("plant", "plant")):
         value = getattr(args, flag)
         if value is not None and value != "":
             out += ["-p", f"{name}:={value}"]

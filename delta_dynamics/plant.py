@@ -98,3 +98,30 @@ class ExplicitPlant(Plant):
         """Put the robot at joint positions ``q`` moving at ``qd``."""
         X, V, _ = cartesian_state(self.model, np.asarray(q, float), np.asarray(qd, float))
         self._X, self._V = tuple(X.tolist()), tuple(V.tolist())
+
+
+#: The plants by name: the class path of each (imported when chosen: MuJoCo is an optional
+#: dependency). ``explicit`` is the controller's own model, the fastest; ``multibody``
+#: (Elshami et al.'s multibody model) and ``mujoco`` differ from it in structure.
+PLANTS = {"explicit": "delta_dynamics.plant:explicit_plant",
+          "multibody": "delta_dynamics.multibody.plant:MultibodyPlant",
+          "mujoco": "delta_dynamics.mujoco_model.plant:MujocoPlant"}
+
+
+def explicit_plant(robot) -> ExplicitPlant:
+    from delta_dynamics.model import DeltaModel
+    return ExplicitPlant(DeltaModel(robot))
+
+
+def make_plant(kind: str, robot) -> Plant:
+    """The plant ``kind`` (a key of :data:`PLANTS`) of the loaded robot file ``robot``;
+    ValueError naming the choices, or what is missing to build it."""
+    if kind not in PLANTS:
+        raise ValueError(f"plant must be one of {', '.join(PLANTS)}, got {kind!r}")
+    import importlib
+    module, _, name = PLANTS[kind].partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), name)
+    except ImportError as e:
+        raise ValueError(f"plant {kind} is not available: {e}") from None
+    return factory(robot)

@@ -22,7 +22,9 @@ Processes (topics: ``docs/ros_interfaces.md``):
 Arguments besides those of ``description.launch.py`` (``robot``, ``params_file``,
 ``launch_rviz``, ``rviz_config``, ``use_robot_state_publisher``, ``use_state_node``):
 ``hardware`` (``sim`` | ``canopen``), ``can_interface``, ``can_channel`` (empty: the params
-file's or the node's default), ``use_ros2_control``, ``controllers_file``, ``launch_identification``.
+file's or the node's default), ``use_sim_time`` (``auto``: true with the simulated drives, whose
+node then publishes ``/clock``), ``real_time_factor``, ``plant`` (``explicit`` | ``multibody`` |
+``mujoco``), ``use_ros2_control``, ``controllers_file``, ``launch_identification``.
 The robot file is resolved once here and given to every node (and the URDF) as an absolute path;
 ``robot:=`` and ``hardware:=`` / ``can_*:=`` override the params file.
 """
@@ -46,13 +48,27 @@ JOINT_STATE_BROADCASTER_TOPIC = '/delta/ros2_control/joint_states'
 
 def hardware_overrides(context):
     out = {}
-    for name in ('hardware', 'can_interface', 'can_channel', 'drives_config'):
+    for name in ('hardware', 'can_interface', 'can_channel', 'drives_config', 'plant'):
         value = LaunchConfiguration(name).perform(context).strip()
         if value:
             out[name] = value
     if out.get('hardware', HARDWARE[0]) not in HARDWARE:
         raise RuntimeError(f"hardware:={out['hardware']}: expected one of {', '.join(HARDWARE)}")
+    rtf = LaunchConfiguration('real_time_factor').perform(context).strip()
+    if rtf:
+        try:
+            out['real_time_factor'] = float(rtf)
+        except ValueError:
+            raise RuntimeError(f"real_time_factor:={rtf}: expected a number >= 0 (0: as fast as possible)") from None
     return out
+
+
+def sim_time(context, hardware):
+    """use_sim_time:= true | false | auto (auto: true with the simulated drives)."""
+    value = LaunchConfiguration('use_sim_time').perform(context).strip().lower()
+    if value not in ('auto', 'true', 'false'):
+        raise RuntimeError(f"use_sim_time:={value}: expected true, false or auto")
+    return hardware in ('sim', 'mock') if value == 'auto' else value == 'true'
 
 
 def ros2_control_nodes(context):
@@ -80,17 +96,21 @@ def launch_setup(context):
     robot = description.resolve_robot(context)
     use_ros2_control = description.flag(context, 'use_ros2_control')
     description.require_package(PACKAGE, 'build delta_robot with colcon and source install/setup.bash')
-    params = lambda **kw: description.node_parameters(context, robot, **kw)  # noqa: E731
+    hw = hardware_overrides(context)
+    use_sim_time = sim_time(context, hw.get('hardware', description.params_file_value(
+        context, 'delta_hardware', 'hardware', 'sim')))
+    params = lambda **kw: description.node_parameters(context, robot, use_sim_time=use_sim_time, **kw)  # noqa: E731
     actions = [
         Node(package=PACKAGE, executable='delta-hardware-node', name='delta_hardware', output='screen',
-             parameters=params(**hardware_overrides(context))),
+             parameters=params(**hw)),
         Node(package=PACKAGE, executable='delta-dynamics-node', name='delta_dynamics', output='screen',
              parameters=params()),
     ]
     if description.flag(context, 'launch_identification'):
         actions.append(Node(package=PACKAGE, executable='delta-identification-node',
                             name='delta_identification', output='screen', parameters=params()))
-    actions += description.description_nodes(context, robot, 'topic' if use_ros2_control else 'none')
+    actions += description.description_nodes(context, robot, 'topic' if use_ros2_control else 'none',
+                                             use_sim_time=use_sim_time)
     if use_ros2_control:
         actions += ros2_control_nodes(context)
     return actions
@@ -108,6 +128,13 @@ def generate_launch_description():
         DeclareLaunchArgument('drives_config', default_value='', description=(
             'hardware:=canopen: config/drives/<name>.yaml or a path (sim_cia402: simulated '
             'drives in-process, with can_interface:=virtual)')),
+        DeclareLaunchArgument('use_sim_time', default_value='auto', description=(
+            'true | false | auto: simulated time, owned by the simulated robot (/clock), for every '
+            'node; auto: true with the simulated drives')),
+        DeclareLaunchArgument('real_time_factor', default_value='', description=(
+            'simulated seconds per wall second in simulated time (0: as fast as possible); empty: 1')),
+        DeclareLaunchArgument('plant', default_value='', description=(
+            'the simulated robot\'s physics: explicit | multibody | mujoco; empty: explicit')),
         DeclareLaunchArgument('use_ros2_control', default_value='false',
                               description='start controller_manager with the topic-based ros2_control system'),
         DeclareLaunchArgument('controllers_file',

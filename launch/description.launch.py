@@ -92,6 +92,20 @@ def robot_from_params(params_file):
     return None
 
 
+def params_file_value(context, node, name, default):
+    """The parameter ``name`` of ``node`` in the params file, or ``default``."""
+    params_file = LaunchConfiguration('params_file').perform(context)
+    if not params_file or not os.path.isfile(params_file):
+        return default
+    with open(params_file, encoding='utf-8') as f:
+        data = yaml.safe_load(f) or {}
+    for key in (node, '/' + node):
+        section = data.get(key) if isinstance(data, dict) else None
+        if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
+            return section['ros__parameters'].get(name, default)
+    return default
+
+
 def resolve_robot(context):
     """Absolute path of the robot file chosen by ``robot:=`` / the params file / the default."""
     from delta_core.robot_file import RobotFileError, load_robot, resolve_robot_path
@@ -118,8 +132,10 @@ def node_parameters(context, robot_path, **overrides):
     return out
 
 
-def description_nodes(context, robot_path, ros2_control):
-    """robot_state_publisher, the state node and RViz, as chosen by the arguments."""
+def description_nodes(context, robot_path, ros2_control, use_sim_time=False):
+    """robot_state_publisher, the state node and RViz, as chosen by the arguments (on
+    simulated time with ``use_sim_time``)."""
+    sim = {'use_sim_time': bool(use_sim_time)}
     from delta_description.xacro_urdf import robot_description
     actions = []
     if flag(context, 'use_robot_state_publisher'):
@@ -129,18 +145,18 @@ def description_nodes(context, robot_path, ros2_control):
         actions.append(Node(
             package='robot_state_publisher', executable='robot_state_publisher',
             name='robot_state_publisher', output='screen',
-            parameters=[{'robot_description': ParameterValue(urdf, value_type=str)}],
+            parameters=[{'robot_description': ParameterValue(urdf, value_type=str), **sim}],
             remappings=[('joint_states', '/delta/robot_joint_states')]))
     if flag(context, 'use_state_node'):
         require_package(PACKAGE, 'build delta_robot with colcon and source install/setup.bash')
         actions.append(Node(
             package=PACKAGE, executable='delta-state-node', name='delta_state', output='screen',
-            parameters=node_parameters(context, robot_path)))
+            parameters=node_parameters(context, robot_path, **sim)))
     if flag(context, 'launch_rviz'):
         require_package('rviz2', 'install ros-jazzy-rviz2 or pass launch_rviz:=false')
         config = LaunchConfiguration('rviz_config').perform(context)
         actions.append(Node(
-            package='rviz2', executable='rviz2', name='rviz2', output='log',
+            package='rviz2', executable='rviz2', name='rviz2', output='log', parameters=[sim],
             arguments=['-d', config] if config else []))
     return actions
 

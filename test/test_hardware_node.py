@@ -319,3 +319,38 @@ def test_an_exception_in_the_loop_stops_the_robot_and_ends_in_error_processing(t
         client.close()
         assert node.stop() == 0
         node.close()
+
+
+def test_every_parameter_is_in_the_parameter_file_with_a_valid_default():
+    """config/delta.yaml documents every hardware-node parameter, and its values pass the rules."""
+    import yaml
+
+    from delta_core.share import share_file
+    from delta_hardware.ros.parameters import PARAMETERS, check_parameters
+    doc = yaml.safe_load(share_file("config", "delta.yaml").read_text())["delta_hardware"]["ros__parameters"]
+    assert set(doc) == set(PARAMETERS)
+    check_parameters({k: v.default for k, v in PARAMETERS.items()})
+    check_parameters(doc)
+
+
+@pytest.mark.parametrize("plant", ["multibody", "mujoco"])
+def test_the_simulated_robot_runs_on_another_plant(plant):
+    """plant:=multibody | mujoco: a plant whose structure differs from the controller's model."""
+    if plant == "mujoco":
+        pytest.importorskip("mujoco", reason="the mujoco plant needs the mujoco package (pip install .[mujoco])")
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", f"__node:=delta_hw_{plant}",
+                       "-r", f"/joint_states:=/{plant}/joint_states", "-p", f"plant:={plant}",
+                       "-p", "feedforward:=model", *SIM_TIME)
+    client = RosClient(f"{plant}_test")
+    try:
+        robot = HardwareProbe(client, node=f"delta_hw_{plant}", joint_states=f"/{plant}/joint_states")
+        robot.wait_ready(60)
+        goal = [0.25, 0.35, 0.15]
+        n0 = robot.move(goal, 1.0)
+        robot.event_after(n0, "trajectory finished", timeout=120)
+        robot.wait_sim(0.3)
+        np.testing.assert_allclose(robot.q, goal, atol=3e-3)
+    finally:
+        client.close()
+        assert node.stop() == 0
+        node.close()

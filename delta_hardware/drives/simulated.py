@@ -19,7 +19,7 @@ import numpy as np
 from delta_core.robot_file import RobotParameters, load_robot
 from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
 from delta_dynamics.model import DeltaModel
-from delta_dynamics.plant import ExplicitPlant, Plant
+from delta_dynamics.plant import Plant, make_plant
 from delta_hardware.drives.interface import DriveError, DriveSet, DriveState, Feedback, Mode
 from delta_hardware.drives.scaling import AxisScaling
 
@@ -53,9 +53,12 @@ class SimulatedDriveSet(DriveSet):
         for name, v in (("torque_noise", torque_noise), ("velocity_noise", velocity_noise)):
             if not (math.isfinite(v) and v >= 0):
                 raise DriveError(f"simulated {name} must be a finite number >= 0, got {v}")
-        if plant is None:
-            plant = ExplicitPlant(DeltaModel(with_payload(load_robot(true_robot) if true_robot not in (None, "")
-                                                          else self.robot, payload)))
+        if plant is None or isinstance(plant, str):
+            true = with_payload(load_robot(true_robot) if true_robot not in (None, "") else self.robot, payload)
+            try:
+                plant = make_plant(plant or "explicit", true)
+            except ValueError as e:
+                raise DriveError(str(e)) from None
         elif payload:
             raise DriveError("give the payload to the plant's robot file, not beside a plant")
         self.plant = plant

@@ -151,21 +151,15 @@ class HardwareNode(LifecycleNode):
             check_parameters(p)
             sim = p["hardware"] in SIM_HARDWARE
             use_sim_time = bool(self.get_parameter("use_sim_time").value)
-            if use_sim_time and not sim:
-                raise ValueError("use_sim_time needs the simulated drives (hardware sim): real drives run "
-                                 "on the steady clock")
             robot = load_robot(p["robot"])
             self.model = DeltaModel(robot)
-            cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
-                             command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
-                             max_stall=float(p["max_stall"]),
-                             feedforward_timeout=float(p["feedforward_timeout"]))
-            self._gains_max = gain_limits(self.model, cfg.rate)
+            rate = float(p["control_rate"])
+            self._gains_max = gain_limits(self.model, rate)
             for name in ("kp", "kd"):
                 self._check_gain(name, np.array(p[name], dtype=float))
             if sim:
                 true = load_robot(p["true_robot"]) if p["true_robot"] else robot
-                options = dict(true_robot=true, payload=float(p["sim_payload"]),
+                options = dict(true_robot=true, plant=p["plant"], payload=float(p["sim_payload"]),
                                torque_noise=float(p["sim_torque_noise"]),
                                velocity_noise=float(p["sim_velocity_noise"]),
                                counts_per_rev=int(p["sim_counts_per_rev"]))
@@ -173,6 +167,16 @@ class HardwareNode(LifecycleNode):
                 options = dict(interface=p["can_interface"], channel=p["can_channel"],
                                drives_config=p["drives_config"], rate=float(p["control_rate"]))
             self.drives = make_drives("sim" if sim else p["hardware"], robot, **options)
+            # simulated drives (ours, or CiA 402 drives simulated on the bus: their physics
+            # steps per SYNC) can run in simulated time; real drives run on the steady clock
+            simulated = sim or bool(getattr(self.drives, "simulated", False))
+            if use_sim_time and not simulated:
+                raise ValueError("use_sim_time needs simulated drives (hardware sim, or delta-drive-sim on the "
+                                 "bus): real drives run on the steady clock")
+            max_stall = float(p["max_stall"]) or float(getattr(self.drives, "max_stall", 0.25))
+            cfg = LoopConfig(rate=rate, kp=tuple(p["kp"]), kd=tuple(p["kd"]),
+                             command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
+                             max_stall=max_stall, feedforward_timeout=float(p["feedforward_timeout"]))
             self.loop = ControlLoop(self.model, self.drives, cfg)
             if p["feedforward_robot"]:
                 self.loop.reconfigure(model=DeltaModel(load_robot(p["feedforward_robot"])))
@@ -182,14 +186,15 @@ class HardwareNode(LifecycleNode):
             self._close_drives()
             self.loop = None
             return TransitionCallbackReturn.FAILURE
-        self.owns_time = sim and use_sim_time
+        self.owns_time = simulated and use_sim_time
         self.max_step = float(p["max_command_step"])
         self.publish_desired = bool(p["publish_desired_state"])
         self._failure = ""
         self._create_entities()
         clock = (f"simulated time (real_time_factor {p['real_time_factor']:g})" if self.owns_time
-                 else "wall-clock simulation" if sim else "steady clock")
-        self.get_logger().info(f"configured: robot {robot.name} ({robot.source}), hardware {p['hardware']}, "
+                 else "wall-clock simulation" if sim else f"steady clock, max_stall {cfg.max_stall * 1e3:.0f} ms")
+        hw = f"{p['hardware']} (plant {p['plant']})" if sim else p["hardware"]
+        self.get_logger().info(f"configured: robot {robot.name} ({robot.source}), hardware {hw}, "
                                f"{cfg.rate:g} Hz, {clock}, feedforward {cfg.feedforward}")
         return TransitionCallbackReturn.SUCCESS
 

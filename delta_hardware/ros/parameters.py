@@ -25,6 +25,7 @@ PARAMETERS = {
     "robot": Param("nt_robot", "the controller's robot file (preset name or path)"),
     "hardware": Param("sim", "drive backend: sim (simulated drives; also accepted: mock) | canopen"),
     "true_robot": Param("", "sim: physics robot file if it differs from `robot`"),
+    "plant": Param("explicit", "sim: the physics: explicit (the controller's model, fastest) | multibody | mujoco"),
     "sim_payload": Param(0.0, "sim: kg on the platform that the controller does not know"),
     "sim_torque_noise": Param(0.02, "sim: N m standard deviation of the measured effort"),
     "sim_velocity_noise": Param(0.0, "sim: rad/s standard deviation of the measured velocity"),
@@ -42,7 +43,8 @@ PARAMETERS = {
     "feedforward_timeout": Param(0.01, "s: a topic feedforward older than this is replaced by the model's"),
     "command_timeout": Param(0.5, "s without a streamed command before the robot holds"),
     "max_command_step": Param(0.1, "rad: a streamed position further than this from the setpoint is refused"),
-    "max_stall": Param(0.25, "s between control cycles (steady clock) that quick-stops real drives"),
+    "max_stall": Param(0.0, "s between control cycles (steady clock) that quick-stops the drives "
+                            "(0: the drives' own: the drive config's timing.max_stall, 0.25 s simulated)"),
     "max_trajectory_points": Param(100000, "points a trajectory may have"),
     "max_trajectory_duration": Param(3600.0, "s a trajectory may last"),
     "publish_desired_state": Param(True, "publish /delta/desired_state for the dynamics node"),
@@ -94,7 +96,8 @@ def _rules(p: dict):
     yield number("feedforward_timeout", 0.0, 10.0, lo_open=True)
     yield number("command_timeout", 0.0, 3600.0, lo_open=True)
     yield number("max_command_step", 0.0, 10.0, lo_open=True)
-    yield number("max_stall", 0.0, 60.0, lo_open=True)
+    yield number("max_stall", 0.0, 60.0)
+    yield "plant", p["plant"] in ("explicit", "multibody", "mujoco"), "must be one of explicit, multibody, mujoco"
     yield "max_trajectory_points", isinstance(p["max_trajectory_points"], int) and \
         2 <= p["max_trajectory_points"] <= 10_000_000, "must be an integer 2 - 10000000"
     yield number("max_trajectory_duration", 0.0, 7 * 86400.0, lo_open=True)
