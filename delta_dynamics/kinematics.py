@@ -118,7 +118,12 @@ def inverse_kinematics(m, X, check_limits: bool = False):
 
 
 def check_joint_limits(m, qs, X=None):
-    """Raise UnreachableError if any joint angle is outside the robot file's limits."""
+    """Raise UnreachableError if any joint angle is outside the robot file's limits.
+
+    ``qs``: three components (floats or arrays), or an array of shape (3,) or (N, 3).
+    """
+    if isinstance(qs, np.ndarray):
+        qs = [qs[..., i] for i in range(3)]
     for i in range(3):
         ok = (qs[i] >= m.q_lo[i]) & (qs[i] <= m.q_hi[i])
         k = (ScalarMath if np.ndim(ok) == 0 else ArrayMath).first_bad(ok)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from delta_core.robot_file import RobotFileError, RobotParameters, load_robot
+from delta_dynamics.kinds import ops
 
 #: Order of the lumped parameters in :meth:`DynamicParameters.as_vector` and in the regressor.
 PARAMETER_NAMES = (
@@ -138,7 +139,13 @@ class DeltaModel:
     Build it from a robot file: ``DeltaModel.from_robot("nt_robot")``. Conventions
     (``docs/conventions.md``): z up, origin at the base centre, chain i at angle phi_i
     about z, q_i = 0 with upper arm i horizontal pointing outward, positive down.
+
+    ``kind`` is ``"rotary"``; ``ops`` the table of its algorithms (:mod:`delta_dynamics.kinds`),
+    which the free functions of :mod:`delta_dynamics.algorithms` dispatch through.
     """
+
+    kind = "rotary"
+    ops = ops("rotary")
 
     __slots__ = ("robot", "params", "R", "r", "l", "lk", "l2", "lk2", "dr", "cphi", "sphi",
                  "r_k", "g", "m_x", "m_k", "inertia", "moment", "viscous", "coulomb", "static",

@@ -15,8 +15,10 @@ conventions, so code written against one works on the other by swapping the modu
 * :mod:`.identification`: the parameter set for :mod:`delta_dynamics.identification`;
 * :mod:`.demo`: the paper's Figs. 4 and 5.
 
-:mod:`delta_dynamics.kinds` picks the model class and these modules (or the rotary ones)
-for any robot file.
+:func:`delta_dynamics.kinds.model_for` builds this model for a ``type: prismatic`` robot file,
+and the free functions of :mod:`delta_dynamics.algorithms` reach these modules through the
+model's kind table, so the rest of the stack (control loop, drives, identification, URDF)
+runs a linear Delta without knowing it (``docs/architecture.md``).
 
 Conventions: ``docs/conventions.md`` ("Linear Delta").
 """

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from delta_core.robot_file import PrismaticRobotParameters, RobotFileError, load_robot
+from delta_dynamics.kinds import ops
 
 #: Order of the lumped parameters in :meth:`PrismaticParameters.as_vector` and in the regressor
 #: (the same positions as the rotary set: friction at 8-10 and 11-13).
@@ -180,6 +181,7 @@ class PrismaticDeltaModel:
     """
 
     kind = "prismatic"
+    ops = ops("prismatic")       # the algorithm table (delta_dynamics.kinds, delta_dynamics.algorithms)
 
     __slots__ = ("robot", "params", "rods", "R", "r", "l", "l2", "cx", "cy", "cphi", "sphi",
                  "tool_offset", "g", "m_x", "m_r", "carriage_inertia", "carriage_mass",
