@@ -16,6 +16,13 @@ control loop or the nodes knowing which.
 >>> q, qd = plant.joint_state()
 >>> [round(v, 5) for v in q], all(v > 0 for v in qd)
 ([0.30001, 0.30001, 0.30001], True)
+>>> linear = make_plant("explicit", load_robot("colombo2020"))
+>>> linear.step([0.0, 0.0, 0.0], 0.001)         # unpowered carriages slide down
+>>> all(v < 0 for v in linear.joint_state()[1])
+True
+
+The explicit plant serves either kind of Delta (through :mod:`delta_dynamics.algorithms`);
+the multibody and MuJoCo plants model rotary Deltas only and refuse a linear robot file.
 """
 from __future__ import annotations
 
@@ -23,9 +30,9 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from delta_dynamics.dynamics import cartesian_state, joint_state
-from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics, workspace_centre
-from delta_dynamics.simulate import step
+from delta_core.robot_file import load_robot  # noqa: F401  (the doctest's)
+from delta_dynamics.algorithms import (cartesian_state, forward_kinematics, inverse_kinematics,
+                                       joint_state, step, workspace_centre)
 
 
 class Plant(ABC):
@@ -61,8 +68,10 @@ class Plant(ABC):
 
 
 class ExplicitPlant(Plant):
-    """The explicit model's forward dynamics (Asadi & Heydari eq. 43) with the fixed-step
-    integrator of :func:`delta_dynamics.simulate.step` (semi-implicit by default)."""
+    """The explicit model's forward dynamics (Asadi & Heydari eq. 43; for a linear Delta the
+    same form of Colombo & Lentini's model) with the fixed-step integrator of
+    :func:`delta_dynamics.algorithms.step` (semi-implicit by default). ``model``: a model of
+    either kind (:func:`delta_dynamics.kinds.model_for`)."""
 
     def __init__(self, model, method: str = "semi-implicit"):
         self.model = model
@@ -107,17 +116,26 @@ PLANTS = {"explicit": "delta_dynamics.plant:explicit_plant",
           "multibody": "delta_dynamics.multibody.plant:MultibodyPlant",
           "mujoco": "delta_dynamics.mujoco_model.plant:MujocoPlant"}
 
+#: The robot kinds (``type``) each plant models.
+PLANT_KINDS = {"explicit": ("rotary", "prismatic"), "multibody": ("rotary",), "mujoco": ("rotary",)}
+
 
 def explicit_plant(robot) -> ExplicitPlant:
-    from delta_dynamics.model import DeltaModel
-    return ExplicitPlant(DeltaModel(robot))
+    from delta_dynamics.kinds import model_for
+    return ExplicitPlant(model_for(robot))
 
 
 def make_plant(kind: str, robot) -> Plant:
     """The plant ``kind`` (a key of :data:`PLANTS`) of the loaded robot file ``robot``;
-    ValueError naming the choices, or what is missing to build it."""
+    ValueError naming the choices, a plant that does not model this kind of robot, or what is
+    missing to build it."""
     if kind not in PLANTS:
         raise ValueError(f"plant must be one of {', '.join(PLANTS)}, got {kind!r}")
+    rtype = getattr(robot, "type", "rotary")
+    if rtype not in PLANT_KINDS[kind]:
+        can = [k for k, kinds in PLANT_KINDS.items() if rtype in kinds]
+        raise ValueError(f"plant {kind} models rotary Delta robots only; robot {robot.name} is a {rtype} "
+                         f"(linear) Delta: use plant {' or '.join(can)}")
     import importlib
     module, _, name = PLANTS[kind].partition(":")
     try:

@@ -4,12 +4,16 @@ safety rules, and writes the drives.
 
 Control law (per joint, torque mode)::
 
-    tau = kp (q_d - q) + kd (q_dot_d - q_dot) + tau_ff,   clamped to the torque limits
+    tau = kp (q_d - q) + kd (q_dot_d - q_dot) + tau_ff,   clamped to the effort limits
 
-where tau_ff is the feedforward torque of the explicit dynamic model for the setpoint
-(Asadi & Heydari eq. 39): from the dynamics node's ``/delta/feedforward`` topic when a
-matching message is fresh, else computed in-process (``feedforward='model'``), or left out
-(``'none'``, PD only).
+where tau_ff is the feedforward effort of the explicit dynamic model for the setpoint
+(Asadi & Heydari eq. 39; Colombo & Lentini eq. 14 for a linear Delta): from the dynamics
+node's ``/delta/feedforward`` topic when a matching message is fresh, else computed in-process
+(``feedforward='model'``), or left out (``'none'``, PD only).
+
+The loop works for either kind of Delta through :mod:`delta_dynamics.algorithms`: joint
+values are arm angles (rad) and torques (N m) on a rotary robot, carriage positions (m) and
+forces (N) on a linear one (:func:`delta_dynamics.kinds.joint_units`).
 
 Setpoints come from a trajectory plan, from streamed commands (the ros2_control topic
 contract, guarded by ``command_timeout``: when commands stop, the loop holds the robot
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
+from delta_dynamics.algorithms import cartesian_state, inverse_dynamics, joint_units
 from delta_hardware.drives.interface import DriveError, DriveState, Mode
 from delta_hardware.stream_follower import StreamFollower
 from delta_hardware.trajectory_plan import JointPlan, Setpoint
@@ -37,12 +41,12 @@ from delta_hardware.trajectory_plan import JointPlan, Setpoint
 @dataclass
 class LoopConfig:
     rate: float = 500.0                       # Hz
-    kp: tuple = (600.0, 600.0, 600.0)         # N m / rad
-    kd: tuple = (30.0, 30.0, 30.0)            # N m s / rad
+    kp: tuple = (600.0, 600.0, 600.0)         # N m / rad (N / m on a linear robot)
+    kd: tuple = (30.0, 30.0, 30.0)            # N m s / rad (N s / m)
     command_timeout: float = 0.5              # s without a streamed command -> hold
     feedforward: str = "model"                # topic | model | none
     feedforward_timeout: float = 0.01         # s: a topic feedforward older than this is not used
-    position_margin: float = 0.05             # rad beyond the limits -> quick stop
+    position_margin: float = 0.05             # rad (m) beyond the limits -> quick stop
     velocity_margin: float = 1.25             # x velocity limit -> quick stop
     max_stall: float = 0.25                   # s between cycles -> quick stop
 
@@ -154,10 +158,11 @@ class ControlLoop:
         self.cfg = config or LoopConfig()
         self.period = 1.0 / self.cfg.rate
         lim = model.robot.limits
+        self.units = joint_units(model)
         self.q_lo = np.array([p[0] for p in lim.position])
         self.q_hi = np.array([p[1] for p in lim.position])
         self.v_max = np.array(lim.velocity)
-        self.tau_max = np.array(lim.torque)
+        self.tau_max = np.array(lim.effort)
         self.kp = np.array(self.cfg.kp)
         self.kd = np.array(self.cfg.kd)
         self.stats = LoopStats()
@@ -207,8 +212,8 @@ class ControlLoop:
             return
         self._recovery = (np.minimum(self.q_lo, q), np.maximum(self.q_hi, q))
         self.follower.set_velocity_limit(self.RECOVERY_SPEED * self.v_max)
-        names = self.model.joint_names
-        where = "; ".join(f"{names[i]} at {q[i]:.4f} rad is {max(self.q_lo[i] - q[i], q[i] - self.q_hi[i]):.4f} rad "
+        names, u = self.model.joint_names, self.units["position"]
+        where = "; ".join(f"{names[i]} at {q[i]:.4f} {u} is {max(self.q_lo[i] - q[i], q[i] - self.q_hi[i]):.4f} {u} "
                           f"outside its limits [{self.q_lo[i]:g}, {self.q_hi[i]:g}]" for i in np.nonzero(out)[0])
         self.notices.append(f"outside the joint limits: {where}; only slow motion (at most "
                             f"{self.RECOVERY_SPEED:g} x the velocity limits) back toward the limits is "
@@ -477,14 +482,16 @@ class ControlLoop:
         for i in range(3):
             name = self.model.joint_names[i]
             if q[i] < lo[i] - m or q[i] > hi[i] + m:
-                return f"{name} at {q[i]:.4f} rad is outside its limits [{lo[i]:g}, {hi[i]:g}]"
+                return f"{name} at {q[i]:.4f} {self.units['position']} is outside its limits [{lo[i]:g}, {hi[i]:g}]"
             if abs(qd[i]) > self.cfg.velocity_margin * v_max[i]:
-                return f"{name} moves at {qd[i]:.3f} rad/s, above {self.cfg.velocity_margin:g} x its limit {v_max[i]:g}"
+                return (f"{name} moves at {qd[i]:.3f} {self.units['velocity']}, above "
+                        f"{self.cfg.velocity_margin:g} x its limit {v_max[i]:g}")
         return ""
 
 
 def gain_limits(model, rate: float, samples: int = 50):
-    """(kp_max, kd_max), per joint, for the PD law at ``rate`` Hz on ``model``.
+    """(kp_max, kd_max), per joint, for the PD law at ``rate`` Hz on ``model`` (either kind:
+    N m/rad and N m s/rad on a rotary robot, N/m and N s/m on a linear one).
 
     The discrete PD loop of one joint with inertia I, period T and up to one period of
     delay (a CANopen target applies at the next SYNC) is stable for kd T / I < 1 (pure
@@ -495,19 +502,18 @@ def gain_limits(model, rate: float, samples: int = 50):
 
     where I_min is the smallest diagonal entry of the joint-space mass matrix
     J^-T M(X) J^-1 over ``samples`` poses of the workspace (the joint's own inertia seen
-    through the mechanism; at least the arm's inertia about its axis).
+    through the mechanism; at least the arm's inertia about its axis, or the carriage's mass).
 
-    >>> from delta_dynamics.model import DeltaModel
-    >>> kp, kd = gain_limits(DeltaModel.from_robot("nt_robot"), 500.0)
+    >>> from delta_dynamics.kinds import model_for
+    >>> kp, kd = gain_limits(model_for("nt_robot"), 500.0)
     >>> bool(kd[0] > 30.0 and kp[0] > 600.0 and kd[0] < 5000.0)
     True
+    >>> kp, kd = gain_limits(model_for("colombo2020"), 500.0)     # a 0.27 kg carriage: N/m, N s/m
+    >>> bool(5000.0 < kp[0] < 20000.0 and 50.0 < kd[0] < 200.0)
+    True
     """
-    from delta_dynamics.dynamics import mass_matrix
-    from delta_dynamics.kinematics import jacobian, sample_workspace
-    X = sample_workspace(model, samples, seed=0)
-    J = jacobian(model, X)
-    Ji = np.linalg.inv(J)
-    Mq = np.einsum("nji,njk,nkl->nil", Ji, mass_matrix(model, X), Ji)
+    from delta_dynamics.algorithms import joint_space_inertia, sample_workspace
+    Mq = joint_space_inertia(model, sample_workspace(model, samples, seed=0))
     inertia = np.full(3, np.diagonal(Mq, axis1=1, axis2=2).min())      # the chains are alike
     T = 1.0 / rate
     return 0.1 * inertia / T ** 2, 0.5 * inertia / T

@@ -13,8 +13,11 @@ q_dot = J X_dot, q_ddot = J X_ddot + J_dot X_dot).
 
 Validation rejects (:class:`TrajectoryRejected`, with the reason) anything that is not
 finite, times that do not increase, unknown or missing joint names, unreachable points,
-and motions that leave the position limits or exceed the velocity, acceleration or torque
-limits of the robot file anywhere along the interpolated path.
+and motions that leave the position limits or exceed the velocity, acceleration or effort
+(torque or force) limits of the robot file anywhere along the interpolated path.
+
+Plans work for either kind of Delta (:mod:`delta_dynamics.algorithms`): arm angles in rad
+on a rotary robot, carriage positions in m on a linear one.
 """
 from __future__ import annotations
 
@@ -24,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.interpolate import CubicSpline     # imported here: ~0.3 s, not inside a callback
 
-from delta_dynamics.dynamics import cartesian_state, inverse_dynamics, joint_state
-from delta_dynamics.kinematics import UnreachableError, forward_kinematics, inverse_kinematics
+from delta_dynamics.algorithms import (UnreachableError, cartesian_state, forward_kinematics,
+                                       inverse_dynamics, inverse_kinematics, joint_state, joint_units)
 
 PLATFORM_JOINTS = ("platform_x", "platform_y", "platform_z")
 
@@ -36,9 +39,9 @@ class TrajectoryRejected(ValueError):
 
 @dataclass(frozen=True)
 class Setpoint:
-    q: np.ndarray        # rad
-    qd: np.ndarray       # rad/s
-    qdd: np.ndarray      # rad/s^2
+    q: np.ndarray        # rad (m for a linear robot's carriages)
+    qd: np.ndarray       # rad/s (m/s)
+    qdd: np.ndarray      # rad/s^2 (m/s^2)
 
     @staticmethod
     def hold(q) -> "Setpoint":
@@ -131,7 +134,7 @@ def build_plan(model, now: float, current: Setpoint, start_time: float, times, p
     """A validated plan from joint-space points (times relative to ``start_time``).
 
     ``times`` must increase strictly and be > 0 (the current setpoint is the knot at 0).
-    A point at time 0 must equal the current position (within 1e-6 rad) and is dropped.
+    A point at time 0 must equal the current position (within 1e-6 rad or m) and is dropped.
     Points whose absolute time has already passed (``start_time`` in the past) are dropped;
     the plan then starts now from the current setpoint.
     """
@@ -152,9 +155,10 @@ def build_plan(model, now: float, current: Setpoint, start_time: float, times, p
         raise TrajectoryRejected(f"point 0: time_from_start must be >= 0, got {times[0]:.6g} s")
     if times[0] == 0:
         if np.abs(q[0] - current.q).max() > 1e-6:
+            u = joint_units(model)["position"]
             raise TrajectoryRejected(
-                f"point 0 at time 0 is at {np.round(q[0], 6).tolist()} rad but the robot's setpoint is "
-                f"{np.round(current.q, 6).tolist()} rad: a jump; give it a time > 0")
+                f"point 0 at time 0 is at {np.round(q[0], 6).tolist()} {u} but the robot's setpoint is "
+                f"{np.round(current.q, 6).tolist()} {u}: a jump; give it a time > 0")
         times, q = times[1:], q[1:]
         qd = None if qd is None else qd[1:]
         qdd = None if qdd is None else qdd[1:]
@@ -202,15 +206,16 @@ def validate_plan(model, plan: JointPlan, step: float = 2e-3, limits=None, chunk
     else:
         lo, hi, v_max = (np.asarray(a, dtype=float) for a in limits)
     a_max = np.array(lim.acceleration)
-    tl = np.array(lim.torque)
+    tl = np.array(lim.effort)
+    units = joint_units(model)
     for first in range(0, n + 1, chunk):
         ts = plan.start_time + (plan.end_time - plan.start_time) * np.arange(first, min(first + chunk, n + 1)) / n
         k0, k1 = np.searchsorted(knots, ts[0], side="left"), np.searchsorted(knots, ts[-1], side="right")
         ts = np.unique(np.concatenate((ts, knots[k0:k1])))           # every knot exactly too
-        _check_samples(model, plan, ts, names, lo, hi, v_max, a_max, tl)
+        _check_samples(model, plan, ts, names, lo, hi, v_max, a_max, tl, units)
 
 
-def _check_samples(model, plan, ts, names, lo, hi, v_max, a_max, tl):
+def _check_samples(model, plan, ts, names, lo, hi, v_max, a_max, tl, units):
     q, qd, qdd = plan.sample_many(ts)
     for what, val, bound in (("velocity", qd, v_max), ("acceleration", qdd, a_max)):
         over = np.abs(val) > bound * (1 + 1e-9)
@@ -222,7 +227,7 @@ def _check_samples(model, plan, ts, names, lo, hi, v_max, a_max, tl):
     out = (q < lo - 1e-9) | (q > hi + 1e-9)
     if out.any():
         k, i = np.argwhere(out)[0]
-        raise TrajectoryRejected(f"{names[i]} position {q[k, i]:.4f} rad leaves its limits "
+        raise TrajectoryRejected(f"{names[i]} position {q[k, i]:.4f} {units['position']} leaves its limits "
                                  f"[{lo[i]:g}, {hi[i]:g}] at t = {ts[k] - plan.start_time:.3f} s")
     try:
         X = forward_kinematics(model, q)
@@ -236,8 +241,9 @@ def _check_samples(model, plan, ts, names, lo, hi, v_max, a_max, tl):
     over = ~(np.abs(tau) <= tl)                                       # NaN counts as over
     if over.any():
         k, i = np.argwhere(over)[0]
-        raise TrajectoryRejected(f"too fast: {names[i]} needs {tau[k, i]:.4g} N m, more than its torque "
-                                 f"limit {tl[i]:g} N m, at t = {ts[k] - plan.start_time:.3f} s")
+        e, u = units["effort_name"], units["effort"]
+        raise TrajectoryRejected(f"too fast: {names[i]} needs {tau[k, i]:.4g} {u}, more than its {e} "
+                                 f"limit {tl[i]:g} {u}, at t = {ts[k] - plan.start_time:.3f} s")
 
 
 def match_joint_names(model, names) -> tuple[str, list[int]]:

@@ -8,6 +8,10 @@ something to find.
 
 Brakes: while the axes are not in operation enabled (disabled, quick stop, fault) the arms
 are held still, as a Delta robot's holding brakes do.
+
+Either kind of Delta: the axes of a rotary robot turn its arms (rad, N m); those of a linear
+one move its carriages along the rails (m, N; the encoder counts motor turns through
+``gear_ratio`` = 2 pi / travel_per_revolution motor rad per metre).
 """
 from __future__ import annotations
 
@@ -17,8 +21,8 @@ import threading
 import numpy as np
 
 from delta_core.robot_file import RobotParameters, load_robot
-from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
+from delta_dynamics.kinds import model_for
 from delta_dynamics.plant import Plant, make_plant
 from delta_hardware.drives.interface import DriveError, DriveSet, DriveState, Feedback, Mode
 from delta_hardware.drives.scaling import AxisScaling
@@ -32,7 +36,8 @@ class SimulatedDriveSet(DriveSet):
     explicit model of ``true_robot``), ``true_robot`` (robot file of the default plant;
     defaults to ``robot``), ``payload`` (kg added to the default plant's platform),
     ``drive_rate`` (Hz of the physics step), ``counts_per_rev`` (motor encoder),
-    ``torque_noise`` / ``velocity_noise`` (standard deviations, N m and rad/s),
+    ``torque_noise`` / ``velocity_noise`` (standard deviations, N m and rad/s; N and m/s on
+    a linear robot),
     ``initial_position`` (platform, m; default the workspace centre), ``mode``,
     ``position_gains`` (kp, kd of the drive's own loop in position mode), ``seed``.
 
@@ -69,11 +74,11 @@ class SimulatedDriveSet(DriveSet):
         self.scaling = [AxisScaling(counts_per_rev=counts_per_rev, gear_ratio=gear) for _ in range(3)]
         self.torque_noise = float(torque_noise)
         self.velocity_noise = float(velocity_noise)
-        self.torque_limit = tuple(self.robot.limits.torque)
+        self.torque_limit = tuple(self.robot.limits.effort)
         self._rng = np.random.default_rng(seed)
         self._noise = (0.0,) * 6
         if initial_position is not None:
-            q0 = inverse_kinematics(DeltaModel(self.robot), np.asarray(initial_position, float))
+            q0 = inverse_kinematics(model_for(self.robot), np.asarray(initial_position, float))
             self.plant.place(q0)
         self._state = DriveState.DISABLED
         self._faults: dict = {}
@@ -194,7 +199,7 @@ class SimulatedDriveSet(DriveSet):
         return self.plant.platform_position()
 
     def set_joint_positions(self, q) -> None:
-        """Place the simulated robot at joint angles ``q`` at rest (only while not enabled)."""
+        """Place the simulated robot at joint positions ``q`` at rest (only while not enabled)."""
         if self._state is DriveState.ENABLED:
             raise DriveError("cannot move the simulated robot by hand while enabled")
         with self._lock:
