@@ -377,7 +377,7 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
         if mt == "robot":
             if robot is None:
                 r.fail("limits.max_torque", "is 'robot' but no robot file was given")
-            tau = robot.limits.torque[i]
+            tau = robot.limits.effort[i]                 # N m at the arm, N on a carriage
             pm = int(math.ceil(tau * 1000.0 / (axes[i].scaling.gear_ratio * axes[i].scaling.rated_torque)))
         else:
             v = mt[i] if isinstance(mt, list) and len(mt) == 3 else mt

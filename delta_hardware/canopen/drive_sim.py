@@ -481,11 +481,11 @@ class SimulatedCia402Drives:
             ph.enable()
         mode = next(iter(modes))
         units = [d.units for d in drives]
-        lim = self.robot.limits.torque
+        lim = self.robot.limits.effort                   # N m at the arms, N on carriages
         ph.torque_limit = tuple(min(lim[i], d.params["max_torque"] * units[i].scaling.gear_ratio
                                     * d.params["rated_torque"] / 1e6) for i, d in enumerate(drives))
         rated = [u.scaling.gear_ratio * d.params["rated_torque"] / 1e6 * u.scaling.direction
-                 for u, d in zip(units, drives)]         # N m at the arm per per-mille
+                 for u, d in zip(units, drives)]         # N m at the arm (N on a carriage) per per-mille
         ff = [rated[i] * d.targets["torque_offset"] for i, d in enumerate(drives)]
         if mode == 8:
             ph.mode = Mode.POSITION

@@ -99,9 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--payload", type=_number(" kg"), default=0.0,
                     help="kg on the platform the controller does not know")
     ap.add_argument("--torque-noise", type=_number(" N m"), default=None,
-                    help="N m standard deviation of the reported torque (default: the drives config's)")
+                    help="N m (N on a linear robot's carriages) standard deviation of the reported "
+                         "torque (default: the drives config's)")
     ap.add_argument("--velocity-noise", type=_number(" rad/s"), default=None,
-                    help="rad/s standard deviation of the reported velocity (default: the drives config's)")
+                    help="rad/s (m/s) standard deviation of the reported velocity (default: the drives "
+                         "config's)")
     ap.add_argument("--realtime", action="store_true",
                     help="step the physics by the time between the master's SYNCs (at most 5 periods), not by "
                          "one interpolation period per SYNC: for a master on the wall clock")
@@ -172,6 +174,8 @@ def main(argv=None) -> int:
         ids = ", ".join(str(d.node_id) for d in sim.present)
         _say(f"{PROG}: drives {sim.cfg.name} at node IDs {ids} on {a.interface} {a.channel}, "
              f"robot {sim.robot.name}; Ctrl-C to stop")
+        from delta_dynamics.kinds import joint_units
+        unit = joint_units(sim.robot)["position"]
         t0 = time.monotonic()
         next_status = t0 + a.status_period
         end = t0 + a.duration if a.duration else math.inf
@@ -185,7 +189,7 @@ def main(argv=None) -> int:
                 with sim.lock:
                     states = ", ".join(d.state.value if d else "absent" for d in sim.drives)
                     q = ", ".join(f"{v:+.4f}" for v in sim.joint_positions())
-                _say(f"t={sim.time:8.3f} s  SYNC {sim.sync_count}  q=[{q}] rad  [{states}]")
+                _say(f"t={sim.time:8.3f} s  SYNC {sim.sync_count}  q=[{q}] {unit}  [{states}]")
             if now >= end:
                 break
     except KeyboardInterrupt:                             # only if the handler could not be installed
