@@ -63,19 +63,20 @@ def _identify_parser():
         f"'{PROG} excite --help' designs an excitation trajectory.",
         epilog="Docs: docs/identification.md")
     p.add_argument("--robot", required=True, help="robot preset name or robot file (YAML)")
-    p.add_argument("--data", required=True, help="CSV file (t,q1..3,tau1..3) or rosbag2 bag (dir, .db3, .mcap)")
+    p.add_argument("--data", required=True, help="CSV file (t,q1..3,tau1..3; f1..3 for a linear Delta) or "
+                                                 "rosbag2 bag (dir, .db3, .mcap)")
     p.add_argument("--topic", default="/joint_states", help="JointState topic in a bag (default /joint_states)")
     p.add_argument("--effort", choices=("torque", "current"), default="torque",
-                   help="what JointState.effort holds: arm torque (N m) or motor current (A; "
-                        "times torque_constant * gear_ratio)")
+                   help="what JointState.effort holds: arm torque (N m; carriage force in N on a linear "
+                        "Delta) or motor current (A; times torque_constant * gear_ratio)")
     p.add_argument("--stamp", choices=("header", "receive"), default="header",
                    help="bag time base: message header stamp (default) or bag receive time")
     p.add_argument("--method", choices=METHODS + ("all",), default="bounded",
                    help="estimator (default bounded: LS with masses, inertias, friction >= 0); "
                         "'all' compares every method")
     p.add_argument("--params", choices=("explicit", "kim"), default="explicit",
-                   help="parameter set: the explicit model's 14 lumped parameters (default) or "
-                        "Kim et al.'s 11 (eq. 30)")
+                   help="parameter set: the explicit model's 14 lumped parameters (default; either kind "
+                        "of Delta) or Kim et al.'s 11 (eq. 30; rotary Deltas)")
     p.add_argument("--stribeck", action="store_true", help="also identify the Stribeck break-away torques (explicit set)")
     p.add_argument("--validate", help="CSV or bag to validate on (not used for fitting)")
     p.add_argument("--out", help="identified robot file to write (YAML, same schema as config/robots)")
@@ -125,8 +126,10 @@ def _excite_parser():
     p.add_argument("--harmonics", type=int, default=5, help="number of harmonics (default 5)")
     p.add_argument("--cycles", type=int, default=4, help="periods written to the CSV (default 4)")
     p.add_argument("--dt", type=float, default=1e-3, help="sample time of the CSV in s (default 0.001)")
-    p.add_argument("--scale", type=float, default=0.8, help="fraction of the velocity, acceleration, torque limits to use (default 0.8)")
-    p.add_argument("--margin", type=float, default=0.05, help="distance from the position limits in rad (default 0.05)")
+    p.add_argument("--scale", type=float, default=0.8, help="fraction of the velocity, acceleration, torque (force) "
+                                                             "limits to use (default 0.8)")
+    p.add_argument("--margin", type=float, default=0.05, help="distance from the position limits in rad (m for a "
+                                                              "linear Delta; default 0.05)")
     p.add_argument("--min-measure", type=float, default=0.05, help="lowest singularity measure allowed (default 0.05)")
     p.add_argument("--params", choices=("explicit", "kim"), default="explicit", help="parameter set to optimise for")
     p.add_argument("--starts", type=int, default=3, help="random starts of the optimiser (default 3)")
@@ -168,14 +171,17 @@ def run_identify(argv) -> int:
 
     from .data import Preprocessing, preprocess
     from .estimators import METHODS
+    from delta_dynamics.algorithms import joint_units, parameter_set
+
     from .pipeline import Options, build_problem, identify
-    from .regressors import parameter_set
     from .robot_update import identified_robot, model_from_robot_file, write_robot_file
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a))
     robot = load_robot(args.robot)
     model = model_from_robot_file(robot)
-    pset = parameter_set(args.params, stribeck=args.stribeck)
+    units = joint_units(model)
+    eu, ec = units["effort"], units["effort_column"]
+    pset = parameter_set(model, args.params, stribeck=args.stribeck)
     pre = Preprocessing(derivative=args.derivative, cutoff=args.cutoff, order=args.filter_order,
                         parallel_filter=not args.no_parallel_filter, resample=args.resample, rate=args.rate,
                         gap_factor=args.gap_factor, trim=args.trim, decimate=args.decimate,
@@ -228,7 +234,7 @@ def run_identify(argv) -> int:
             rows.append([r.method, *(f"{v:.4f}" for v in m["fitness"]), f"{np.mean(m['rms_error']):.4g}",
                          f"{r.seconds:.3f}"])
         print(f"\nmodel fitness (Kim et al. eq. 41) on the {which} data:")
-        print(_table(["method", "tau_1", "tau_2", "tau_3", "RMS err [N m]", "time [s]"], rows))
+        print(_table(["method", f"{ec}_1", f"{ec}_2", f"{ec}_3", f"RMS err [{eu}]", "time [s]"], rows))
         print(f"best: {chosen.method}")
     # parameter table of the chosen result
     rows = []
@@ -240,11 +246,11 @@ def run_identify(argv) -> int:
     print(_table(["parameter", "unit", "robot file", "estimate", "std", "rel. std"], rows))
     fm = chosen.fit
     print("\nfitness on the fitting data:    " + "  ".join(f"{v:.4f}" for v in fm["fitness"])
-          + "   RMS error [N m]: " + "  ".join(f"{v:.4g}" for v in fm["rms_error"]))
+          + f"   RMS error [{eu}]: " + "  ".join(f"{v:.4g}" for v in fm["rms_error"]))
     if chosen.validation:
         vm = chosen.validation
         print("fitness on the validation data: " + "  ".join(f"{v:.4f}" for v in vm["fitness"])
-              + "   RMS error [N m]: " + "  ".join(f"{v:.4g}" for v in vm["rms_error"]))
+              + f"   RMS error [{eu}]: " + "  ".join(f"{v:.4g}" for v in vm["rms_error"]))
     if args.out:
         new = identified_robot(robot, chosen, model, prepared.source, vproblem.source if vproblem else None)
         try:
@@ -260,7 +266,7 @@ def run_identify(argv) -> int:
         try:
             files = write_report(args.report, results, problem, vproblem, chosen, robot_name=robot.name,
                                  data_source=prepared.source, validation_source=vproblem.source if vproblem else None,
-                                 out_file=args.out)
+                                 out_file=args.out, units=units)
         except OSError as e:
             raise _Exit(1, f"cannot write the report to {args.report}: {e.strerror or e}") from None
         say(f"wrote {len(files)} report files to {args.report}")
@@ -271,14 +277,16 @@ def run_identify(argv) -> int:
 
 def run_excite(argv) -> int:
     args = _excite_parser().parse_args(argv)
-    from delta_dynamics.model import DeltaModel
+    from delta_dynamics.algorithms import joint_units
+    from delta_dynamics.kinds import model_for
 
     from . import IdentificationError
     from .excitation import design_excitation, write_trajectory_csv
 
     if not args.dt > 0:
         raise IdentificationError(f"--dt must be > 0 s, got {args.dt}")
-    model = DeltaModel.from_robot(args.robot)
+    model = model_for(args.robot)
+    units = joint_units(model)
     bar = ProgressBar("optimising", _progress_enabled(args))
     res = design_excitation(model, period=args.period, harmonics=args.harmonics, seed=args.seed,
                             scale=args.scale, margin=args.margin, min_measure=args.min_measure,
@@ -293,10 +301,11 @@ def run_excite(argv) -> int:
     m = res.margins
     print(f"{PROG} excite: {args.cycles} x {args.period:g} s, {args.harmonics} harmonics, condition number "
           f"{res.condition:.4g} ({args.params} set); wrote {path}")
-    print("  peak |q_d| [rad/s]: " + "  ".join(f"{v:.3g}" for v in
+    vu, eu, ec = units["velocity"], units["effort"], units["effort_column"]
+    print(f"  peak |q_d| [{vu}]: ".ljust(22) + "  ".join(f"{v:.3g}" for v in
           (args.scale * np.array(model.robot.limits.velocity) - np.array(m["velocity"]))))
-    print("  peak |tau| [N m]:   " + "  ".join(f"{v:.3g}" for v in
-          (args.scale * np.array(model.robot.limits.torque) - np.array(m["torque"]))))
+    print(f"  peak |{ec}| [{eu}]: ".ljust(22) + "  ".join(f"{v:.3g}" for v in
+          (args.scale * np.array(model.robot.limits.effort) - np.array(m["torque"]))))
     print("  Fourier coefficients: " + str(res.trajectory.to_dict()))
     return 0
 

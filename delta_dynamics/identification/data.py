@@ -5,13 +5,16 @@ Sources
 * CSV (:func:`read_csv`): a header line, then one sample per line. Required columns
   ``t,q1,q2,q3,tau1,tau2,tau3`` (s, rad, N m at the arm); optional ``qd1,qd2,qd3`` (rad/s)
   and ``qdd1,qdd2,qdd3`` (rad/s^2), used instead of differentiating when present. Column
-  order is free, other columns are ignored, lines starting with ``#`` are comments.
+  order is free, other columns are ignored, lines starting with ``#`` are comments. A linear
+  Delta's file has carriage positions (m, m/s, m/s^2) and forces ``f1,f2,f3`` (N) instead
+  of ``tau1..3`` (``docs/conventions.md``).
 * rosbag2 (:func:`read_bag`): a bag directory (``metadata.yaml``) or a single ``.db3`` /
   ``.mcap`` file, read with ``rosbags`` (no ROS install needed). Messages of type
   ``sensor_msgs/msg/JointState`` on one topic; joints are matched by the robot file's
   ``joint_names`` (order free, extra joints ignored); time is the header stamp (or the bag's
-  receive time); effort is the arm torque, or the motor current (then
-  tau = current * torque_constant * gear_ratio from the robot file).
+  receive time); effort is the arm torque (the carriage force on a linear Delta), or the
+  motor current (then tau = current * torque_constant * gear_ratio from the robot file; for a
+  linear Delta gear_ratio is motor rad per metre, so this is the carriage force in N).
 
 Preprocessing (:func:`preprocess`, options :class:`Preprocessing`)
 ------------------------------------------------------------------
@@ -47,6 +50,8 @@ import numpy as np
 from . import IdentificationError
 
 REQUIRED_COLUMNS = ("t", "q1", "q2", "q3", "tau1", "tau2", "tau3")
+#: The effort columns of each kind: torques of a rotary Delta, forces of a linear one.
+EFFORT_COLUMNS = {"tau": ("tau1", "tau2", "tau3"), "f": ("f1", "f2", "f3")}
 VELOCITY_COLUMNS = ("qd1", "qd2", "qd3")
 ACCELERATION_COLUMNS = ("qdd1", "qdd2", "qdd3")
 BAG_SUFFIXES = (".db3", ".mcap")
@@ -160,8 +165,10 @@ def _missing(path) -> IdentificationError:
     return IdentificationError(f"{path}: file not found")
 
 
-def read_csv(path: str | os.PathLike) -> JointData:
-    """Read a joint-data CSV file (format in the module docstring)."""
+def read_csv(path: str | os.PathLike, effort_column: str | None = None) -> JointData:
+    """Read a joint-data CSV file (format in the module docstring). ``effort_column``: ``"tau"``
+    (torques, a rotary Delta's) or ``"f"`` (forces, a linear Delta's) to require one kind of
+    effort columns; None takes whichever the file has."""
     path = Path(path)
     if not path.is_file():
         raise _missing(path)
@@ -175,11 +182,22 @@ def read_csv(path: str | os.PathLike) -> JointData:
         raise IdentificationError(f"{path}: empty file (expected a header line "
                                   f"'{','.join(REQUIRED_COLUMNS)}' and samples)")
     header = [h.strip().lower() for h in lines[hline].split(",")]
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    eff = effort_column
+    if eff is None:
+        eff = "f" if all(c in header for c in EFFORT_COLUMNS["f"]) and "tau1" not in header else "tau"
+    elif eff not in EFFORT_COLUMNS:
+        raise IdentificationError(f"effort columns must be 'tau' or 'f', got {eff!r}")
+    required = REQUIRED_COLUMNS[:4] + EFFORT_COLUMNS[eff]
+    missing = [c for c in required if c not in header]
     if missing:
+        other = "f" if eff == "tau" else "tau"
+        hint = ""
+        if all(c in header for c in EFFORT_COLUMNS[other]):
+            hint = (f"; the file has {other}1..3, the efforts of a {'linear' if other == 'f' else 'rotary'} "
+                    f"Delta, but the robot is {'rotary' if eff == 'tau' else 'linear'} (is this the right robot file?)")
         raise IdentificationError(f"{path}: line {hline + 1}: header lacks column(s) {', '.join(missing)} "
-                                  f"(need {','.join(REQUIRED_COLUMNS)}, optional qd1..3, qdd1..3; "
-                                  f"got {lines[hline].strip()!r})")
+                                  f"(need {','.join(required)}, optional qd1..3, qdd1..3; "
+                                  f"got {lines[hline].strip()!r}){hint}")
     if len(set(header)) != len(header):
         raise IdentificationError(f"{path}: line {hline + 1}: duplicate column names in the header")
     ncol = len(header)
@@ -218,16 +236,17 @@ def read_csv(path: str | os.PathLike) -> JointData:
     qdd = cols(ACCELERATION_COLUMNS) if all(c in col for c in ACCELERATION_COLUMNS) else None
     if qdd is not None and qd is None:
         raise IdentificationError(f"{path}: accelerations qdd1..3 given without velocities qd1..3")
-    data = JointData(t=arr[:, col["t"]].copy(), q=cols(("q1", "q2", "q3")), tau=cols(("tau1", "tau2", "tau3")),
+    data = JointData(t=arr[:, col["t"]].copy(), q=cols(("q1", "q2", "q3")), tau=cols(EFFORT_COLUMNS[eff]),
                      qd=qd, qdd=qdd, source=str(path), unit="line", lines=linenos)
     return data
 
 
-def write_csv(path, t, q, tau, qd=None, qdd=None) -> Path:
-    """Write joint data in the format :func:`read_csv` reads (atomically)."""
+def write_csv(path, t, q, tau, qd=None, qdd=None, effort_column: str = "tau") -> Path:
+    """Write joint data in the format :func:`read_csv` reads (atomically); ``effort_column="f"``
+    names the efforts ``f1,f2,f3`` (a linear Delta's forces)."""
     from delta_core.atomic_file import atomic_write_text
     cols = [np.asarray(t, float)[:, None], np.asarray(q, float), np.asarray(tau, float)]
-    head = list(REQUIRED_COLUMNS)
+    head = list(REQUIRED_COLUMNS[:4] + EFFORT_COLUMNS[effort_column])
     if qd is not None:
         cols.append(np.asarray(qd, float))
         head += VELOCITY_COLUMNS
@@ -387,8 +406,12 @@ def read_joint_data(path, robot=None, topic: str = "/joint_states", effort: str 
     if p.is_dir():
         raise IdentificationError(f"{p}: a directory without metadata.yaml (not a rosbag2 bag)")
     if effort != "torque":
-        raise IdentificationError(f"{p}: CSV files hold torques (tau1..3); --effort current applies to bags")
-    return read_csv(p)
+        raise IdentificationError(f"{p}: CSV files hold torques (tau1..3) or forces (f1..3); "
+                                  "--effort current applies to bags")
+    col = None
+    if robot is not None:
+        col = "f" if getattr(robot, "type", "rotary") == "prismatic" else "tau"
+    return read_csv(p, effort_column=col)
 
 
 # ----------------------------------------------------------------------------- preprocessing

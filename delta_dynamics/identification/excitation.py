@@ -20,6 +20,10 @@ from ``starts`` seeded random feasible starts and checks the winner at 1 kHz
 (:func:`check_trajectory`). :func:`write_trajectory_csv` writes the Cartesian platform
 trajectory in the format of ``delta-dynamics trajectory``
 (``t,x,y,z,xd,yd,zd,xdd,ydd,zdd``, SI).
+
+Either kind of Delta (:mod:`delta_dynamics.algorithms`): the series moves the arm angles of a
+rotary robot (rad) or the carriages of a linear one (m; ``margin`` is then in m and the
+effort limits are forces).
 """
 from __future__ import annotations
 
@@ -28,11 +32,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
-from delta_dynamics.kinematics import UnreachableError, inverse_kinematics, singularity_measure
+from delta_dynamics.algorithms import (UnreachableError, cartesian_state, inverse_dynamics,
+                                       inverse_kinematics, joint_units, parameter_set,
+                                       singularity_measure)
 
 from . import IdentificationError
-from .regressors import parameter_set
 
 TRAJECTORY_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "xdd", "ydd", "zdd")
 
@@ -116,7 +120,7 @@ def _evaluate(model, traj, t, pset, scale, margin, min_measure):
     except (UnreachableError, ValueError, np.linalg.LinAlgError):
         g["workspace"] = np.array([-1.0])
         return math.inf, g
-    g["torque"] = scale * np.array(lim.torque) - np.abs(tau).max(0)
+    g["torque"] = scale * np.array(lim.effort) - np.abs(tau).max(0)
     g["workspace"] = np.array([sm.min() - min_measure, 1e-3 - np.abs(q_back - q).max()])
     Y = pset.regressor(model, q, qd, qdd).reshape(-1, len(pset))
     nrm = np.linalg.norm(Y, axis=0)
@@ -130,16 +134,17 @@ def check_trajectory(model, traj, dt: float = 1e-3, scale: float = 1.0, margin: 
                      min_measure: float = 0.0) -> list:
     """Every limit the trajectory breaks, sampled at ``dt`` over one period (empty list: OK)."""
     t = np.arange(int(round(traj.period / dt)) + 1) * dt
-    cond, g = _evaluate(model, traj, t, parameter_set("explicit"), scale, margin, min_measure)
+    cond, g = _evaluate(model, traj, t, parameter_set(model, "explicit"), scale, margin, min_measure)
     out = []
+    u = joint_units(model)
     names = {"position_low": "position below its lower limit", "position_high": "position above its upper limit",
              "velocity": "velocity above its limit", "acceleration": "acceleration above its limit",
-             "torque": "torque above its limit"}
+             "torque": f"{u['effort_name']} above its limit"}
     for key, text in names.items():
         if key in g:
             for j, v in enumerate(g[key]):
                 if v < 0:
-                    out.append(f"joint {j + 1}: {text} by {-v:.4g}")
+                    out.append(f"{u['joint']} {j + 1}: {text} by {-v:.4g}")
     ws = g.get("workspace")
     if ws is not None:
         if len(ws) == 1:
@@ -160,8 +165,8 @@ def design_excitation(model, period: float = 5.0, harmonics: int = 5, *, seed: i
                       progress=None) -> ExcitationResult:
     """An excitation trajectory with a small regressor condition number (module docstring).
 
-    ``scale``: fraction of the velocity, acceleration and torque limits to use; ``margin``
-    (rad): distance kept from the position limits; ``grid``: samples per period for the
+    ``scale``: fraction of the velocity, acceleration and effort limits to use; ``margin``
+    (rad, or m for a linear robot): distance kept from the position limits; ``grid``: samples per period for the
     optimisation; ``starts``: random starts (seeded); ``maxiter``: SLSQP iterations each.
     ``progress(start, starts, best_condition)`` is called after each start.
     """
@@ -173,7 +178,7 @@ def design_excitation(model, period: float = 5.0, harmonics: int = 5, *, seed: i
         raise IdentificationError(f"harmonics must be 1..50, got {harmonics}")
     if not 0 < scale <= 1:
         raise IdentificationError(f"limit scale must be in (0, 1], got {scale}")
-    pset = parameter_set(params)
+    pset = parameter_set(model, params)
     rng = np.random.default_rng(seed)
     t = np.linspace(0.0, period, grid, endpoint=False)
     lim = model.robot.limits

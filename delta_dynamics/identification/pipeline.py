@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from delta_dynamics.kinematics import UnreachableError
+from delta_dynamics.algorithms import UnreachableError
+from delta_dynamics.algorithms import parameter_set as kind_parameter_set
 
 from . import IdentificationError
 from . import estimators as est_mod
@@ -101,7 +102,7 @@ class Result:
         return self.pset.names
 
     def lumped(self, model):
-        """The explicit model's DynamicParameters for this estimate."""
+        """The model's lumped parameters (DynamicParameters, PrismaticParameters) for this estimate."""
         return self.pset.to_lumped(model, self.values)
 
 
@@ -136,7 +137,7 @@ def default_box(pset: ParameterSet, model) -> tuple:
     """The PSO search box around the robot file's values (kinds from :mod:`.regressors`)."""
     nom = pset.nominal(model)
     lim = model.robot.limits
-    tmax = float(np.max(lim.torque))
+    tmax = float(np.max(lim.effort))
     vmax = float(np.max(lim.velocity))
     lo, hi = [], []
     for v, kind in zip(nom, pset.kinds):
@@ -150,6 +151,9 @@ def default_box(pset: ParameterSet, model) -> tuple:
             lo.append(-r), hi.append(r)
         elif kind == "gravity_moment":
             r = max(3 * a, 10.0)
+            lo.append(-r), hi.append(r)
+        elif kind == "rod_rotation":                      # a linear Delta's m_r: either sign
+            r = max(3 * a, 1.0)
             lo.append(-r), hi.append(r)
         elif kind == "viscous":
             lo.append(0.0), hi.append(max(3 * a, 0.25 * tmax / vmax))
@@ -238,7 +242,7 @@ def identify_data(model, data, method: str = "bounded", options: Options | None 
     """
     from .data import preprocess
     opts = options or Options()
-    pset = parameter_set(opts.params, stribeck=opts.stribeck)
+    pset = kind_parameter_set(model, opts.params, stribeck=opts.stribeck)
     problem = build_problem(model, preprocess(data, preprocessing), pset)
     vproblem = None
     if validation is not None:

@@ -26,6 +26,9 @@ from delta_core.atomic_file import atomic_write_text
 
 _MAX_POINTS = 4000
 _COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8")
+#: Joint units of a rotary Delta; pass ``units=delta_dynamics.kinds.joint_units(model)`` for a
+#: linear one (forces f_i in N).
+ROTARY_UNITS = {"effort": "N m", "effort_column": "tau"}
 
 
 def _figure(rows, cols, size):
@@ -42,8 +45,9 @@ def _thin(n):
     return slice(None, None, step)
 
 
-def plot_torques(path, problem, predictions: dict, title: str):
-    """Measured vs predicted torque per joint; ``predictions``: {label: (N, 3) array}."""
+def plot_torques(path, problem, predictions: dict, title: str, units=None):
+    """Measured vs predicted torque (force) per joint; ``predictions``: {label: (N, 3) array}."""
+    u = units or ROTARY_UNITS
     fig, ax = _figure(3, 1, (10, 7.5))
     s = _thin(len(problem.t))
     t = problem.t[s]
@@ -52,7 +56,7 @@ def plot_torques(path, problem, predictions: dict, title: str):
         a.plot(t, problem.tau[s, j], color="0.2", lw=1.2, label="measured")
         for c, (label, pred) in zip(_COLORS, predictions.items()):
             a.plot(t, pred[s, j], color=c, lw=0.9, ls="--", label=label)
-        a.set_ylabel(f"tau_{j + 1} [N m]")
+        a.set_ylabel(f"{u['effort_column']}_{j + 1} [{u['effort']}]")
         a.grid(alpha=0.3)
     ax[0, 0].legend(loc="upper right", fontsize=8, ncol=min(4, len(predictions) + 1))
     ax[0, 0].set_title(title)
@@ -60,16 +64,18 @@ def plot_torques(path, problem, predictions: dict, title: str):
     fig.savefig(path, dpi=110)
 
 
-def plot_residuals(path, problem, prediction, title: str):
+def plot_residuals(path, problem, prediction, title: str, units=None):
+    u = units or ROTARY_UNITS
     fig, ax = _figure(3, 2, (11, 7.5))
     r = problem.tau - prediction
     s = _thin(len(problem.t))
     for j in range(3):
         ax[j, 0].plot(problem.t[s], r[s, j], color="C0", lw=0.7)
-        ax[j, 0].set_ylabel(f"error {j + 1} [N m]")
+        ax[j, 0].set_ylabel(f"error {j + 1} [{u['effort']}]")
         ax[j, 0].grid(alpha=0.3)
         ax[j, 1].hist(r[:, j], bins=60, color="C0", alpha=0.8)
-        ax[j, 1].set_xlabel(f"tau_{j + 1} error [N m] (RMS {np.sqrt(np.mean(r[:, j] ** 2)):.3g})")
+        ax[j, 1].set_xlabel(f"{u['effort_column']}_{j + 1} error [{u['effort']}] "
+                            f"(RMS {np.sqrt(np.mean(r[:, j] ** 2)):.3g})")
     ax[2, 0].set_xlabel("t [s]")
     ax[0, 0].set_title(title)
     fig.savefig(path, dpi=110)
@@ -94,12 +100,13 @@ def plot_parameters(path, result):
     fig.savefig(path, dpi=110)
 
 
-def plot_pso(path, history):
+def plot_pso(path, history, units=None):
+    u = units or ROTARY_UNITS
     fig, ax = _figure(1, 1, (7, 4))
     a = ax[0, 0]
     a.semilogy(np.arange(1, len(history) + 1), history, color="C0")
     a.set_xlabel("iteration")
-    a.set_ylabel("best F (eq. 33) [N m]")
+    a.set_ylabel(f"best F (eq. 33) [{u['effort']}]")
     a.set_title("PSO convergence")
     a.grid(alpha=0.3, which="both")
     fig.savefig(path, dpi=110)
@@ -111,8 +118,9 @@ def _fmt(v, digits=4):
     return f"{v:.{digits}g}"
 
 
-def fitness_table(results, which: str = "validation") -> str:
+def fitness_table(results, which: str = "validation", units=None) -> str:
     """Markdown table: methods in columns, joints in rows (Kim et al. Table 2), plus time."""
+    u = units or ROTARY_UNITS
     rows = ["| | " + " | ".join(r.method for r in results) + " |",
             "|---|" + "---|" * len(results)]
     for j in range(3):
@@ -120,8 +128,8 @@ def fitness_table(results, which: str = "validation") -> str:
         for r in results:
             m = r.validation if (which == "validation" and r.validation) else r.fit
             cells.append(f"{m['fitness'][j]:.4f}")
-        rows.append(f"| Model fitness for tau_{j + 1} | " + " | ".join(cells) + " |")
-    rows.append("| RMS error (mean over joints) [N m] | " + " | ".join(
+        rows.append(f"| Model fitness for {u['effort_column']}_{j + 1} | " + " | ".join(cells) + " |")
+    rows.append(f"| RMS error (mean over joints) [{u['effort']}] | " + " | ".join(
         f"{np.mean((r.validation if which == 'validation' and r.validation else r.fit)['rms_error']):.4g}"
         for r in results) + " |")
     rows.append("| time [s] | " + " | ".join(f"{r.seconds:.3f}" for r in results) + " |")
@@ -146,31 +154,34 @@ def parameter_table(result) -> str:
 
 def write_report(outdir, results, problem, validation=None, chosen=None, robot_name: str = "",
                  data_source: str = "", validation_source: str | None = None, out_file: str | None = None,
-                 extra_notes=()) -> list:
-    """Write the plots and ``summary.md`` into ``outdir``; returns the paths written."""
+                 extra_notes=(), units=None) -> list:
+    """Write the plots and ``summary.md`` into ``outdir``; returns the paths written. ``units``:
+    :func:`delta_dynamics.kinds.joint_units` of the model (default: a rotary Delta's)."""
+    u = units or ROTARY_UNITS
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     chosen = chosen or results[0]
     written = []
     fit_pred = {r.method: problem.predict(r.values) for r in results}
-    plot_torques(out / "torque_fit.png", problem, fit_pred, f"{robot_name}: fitting data ({data_source})")
+    plot_torques(out / "torque_fit.png", problem, fit_pred, f"{robot_name}: fitting data ({data_source})", u)
     written.append(out / "torque_fit.png")
     if validation is not None:
         vpred = {r.method: validation.predict(r.values) for r in results}
         plot_torques(out / "torque_validation.png", validation, vpred,
-                     f"{robot_name}: validation data ({validation_source})")
+                     f"{robot_name}: validation data ({validation_source})", u)
         written.append(out / "torque_validation.png")
         res_prob = validation
     else:
         res_prob = problem
     plot_residuals(out / "residuals.png", res_prob, res_prob.predict(chosen.values),
-                   f"{chosen.method}: torque error on the {'validation' if validation is not None else 'fitting'} data")
+                   f"{chosen.method}: {'torque' if u['effort'] == 'N m' else 'force'} error on the "
+                   f"{'validation' if validation is not None else 'fitting'} data", u)
     written.append(out / "residuals.png")
     plot_parameters(out / "parameters.png", chosen)
     written.append(out / "parameters.png")
     pso = next((r for r in results if r.method == "pso"), None)
     if pso is not None and "history" in pso.estimate.info:
-        plot_pso(out / "pso_convergence.png", pso.estimate.info["history"])
+        plot_pso(out / "pso_convergence.png", pso.estimate.info["history"], u)
         written.append(out / "pso_convergence.png")
 
     md = [f"# Identification of {robot_name}", ""]
@@ -185,9 +196,9 @@ def write_report(outdir, results, problem, validation=None, chosen=None, robot_n
     md += ["", "## Preprocessing", ""] + [f"- {n}" for n in (*problem.notes, *extra_notes)]
     which = "validation" if validation is not None else "fit"
     md += ["", f"## Model fitness (Kim et al. eq. 41) on the {'validation' if which == 'validation' else 'fitting'} data", "",
-           fitness_table(results, which), ""]
+           fitness_table(results, which, u), ""]
     if validation is not None:
-        md += ["On the fitting data:", "", fitness_table(results, "fit"), ""]
+        md += ["On the fitting data:", "", fitness_table(results, "fit", u), ""]
     md += [f"## Parameters ({chosen.method})", "", parameter_table(chosen), ""]
     if chosen.estimate.info.get("autocorrelation_factor"):
         md += [f"Standard deviations include a factor {chosen.estimate.info['autocorrelation_factor']:.3g} "

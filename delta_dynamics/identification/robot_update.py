@@ -23,6 +23,11 @@ The exact identified lumped vector (per joint) is kept in
 ``metadata.identified.lumped_parameters`` ({names, values, static}); :func:`model_from_robot_file`
 builds the :class:`~delta_dynamics.model.DeltaModel` from it when present, so nothing is lost
 to the averaging or the clipping.
+
+A linear Delta's robot file is written the same way by its kind's
+:func:`delta_dynamics.prismatic.identification.physical_from_lumped` (geometry, payload and
+rod mass held fixed); :func:`identified_robot` picks the kind's through
+:func:`delta_dynamics.algorithms.physical_from_lumped`.
 """
 from __future__ import annotations
 
@@ -34,7 +39,8 @@ import numpy as np
 
 from delta_core.robot_file import (Forearm, Friction, RobotFileError, RobotParameters, UpperArm,
                                           load_robot, save_robot)
-from delta_dynamics.model import PARAMETER_NAMES, DeltaModel, DynamicParameters
+from delta_dynamics import algorithms
+from delta_dynamics.model import DynamicParameters
 
 from . import IdentificationError
 
@@ -111,6 +117,12 @@ def _floats(v):
     return [float(x) for x in np.asarray(v, dtype=float).ravel()]
 
 
+#: What :func:`physical_from_lumped` holds fixed (for the identified robot file's metadata).
+ASSUMPTIONS = ("physical fields from the lumped values with geometry, forearm COM ratio and shape, "
+               "payload, upper-arm COM distance and rotor inertia held fixed; the model is built "
+               "from lumped_parameters")
+
+
 def identified_metadata(result, model, data_source: str, validation_source: str | None = None,
                         notes=(), extra: dict | None = None) -> dict:
     """The ``metadata.identified`` mapping for a :class:`~.pipeline.Result` (plain YAML types)."""
@@ -132,11 +144,9 @@ def identified_metadata(result, model, data_source: str, validation_source: str 
         "held_fixed": list(result.held),
         "estimate": {"names": list(est.names), "values": _floats(est.values),
                      "std": [None if not math.isfinite(s) else float(s) for s in est.std]},
-        "lumped_parameters": {"names": list(PARAMETER_NAMES), "values": _floats(lumped.as_vector()),
-                              "static": _floats(lumped.static)},
-        "assumptions": ("physical fields from the lumped values with geometry, forearm COM ratio and shape, "
-                        "payload, upper-arm COM distance and rotor inertia held fixed; the model is built "
-                        "from lumped_parameters"),
+        "lumped_parameters": {"names": list(algorithms.parameter_names(model)),
+                              "values": _floats(lumped.as_vector()), "static": _floats(lumped.static)},
+        "assumptions": model.ops.update_assumptions,
         "notes": list(notes),
     }
     if result.pset.key == "kim":
@@ -149,9 +159,10 @@ def identified_metadata(result, model, data_source: str, validation_source: str 
 
 def identified_robot(robot: RobotParameters, result, model, data_source: str,
                      validation_source: str | None = None, extra: dict | None = None) -> RobotParameters:
-    """The robot file content for an identification result: physical fields and metadata."""
+    """The robot file content for an identification result: physical fields (by the model's
+    kind) and metadata."""
     lumped = result.lumped(model)
-    new, notes = physical_from_lumped(robot, lumped)
+    new, notes = model.ops.physical_from_lumped(robot, lumped)
     metadata = dict(robot.metadata or {})
     metadata["identified"] = identified_metadata(result, model, data_source, validation_source,
                                                  notes=notes, extra=extra)
@@ -163,14 +174,16 @@ def write_robot_file(path, robot: RobotParameters, header: str = ""):
     return save_robot(robot, path, header=header)
 
 
-def model_from_robot_file(robot) -> DeltaModel:
-    """A DeltaModel from a robot file (preset name, path or RobotParameters).
+def model_from_robot_file(robot):
+    """The model of a robot file (preset name, path or RobotParameters), of its kind
+    (:func:`delta_dynamics.kinds.model_for`).
 
     The model layer itself uses ``metadata.identified.lumped_parameters`` when present (see
     :meth:`DynamicParameters.from_robot`); this wrapper reports a malformed entry as an
     :class:`IdentificationError`.
     """
+    from delta_dynamics.kinds import model_for
     try:
-        return DeltaModel(load_robot(robot))
+        return model_for(load_robot(robot))
     except RobotFileError as e:
         raise IdentificationError(str(e)) from None

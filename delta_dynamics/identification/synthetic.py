@@ -7,9 +7,12 @@
   ``noise`` times each joint's RMS torque.
 * :func:`open_loop_data`: torques by inverse dynamics of the true model along a joint
   trajectory (exact, friction included), then :func:`measure`.
-* :func:`closed_loop_data`: the fixed-step simulator (:func:`delta_dynamics.simulate.step`)
+* :func:`closed_loop_data`: the fixed-step simulator (:func:`delta_dynamics.algorithms.step`)
   driven by a PD + feedforward controller that only knows the nominal model; the recorded
   torque is what the controller commanded, the positions what the simulated robot did.
+
+Either kind of Delta (:mod:`delta_dynamics.algorithms`); on a linear one the "torques" are
+carriage forces (N) and the positions carriage heights (m).
 """
 from __future__ import annotations
 
@@ -17,37 +20,37 @@ import math
 
 import numpy as np
 
-from delta_dynamics.dynamics import cartesian_state, inverse_dynamics, joint_state
-from delta_dynamics.model import DeltaModel, DynamicParameters
+from delta_dynamics.algorithms import (cartesian_state, inverse_dynamics, joint_state,
+                                       parameters_from_vector)
 
 from .data import JointData
 
 
-def perturbed_model(model: DeltaModel, spread: float = 0.2, seed: int = 1,
-                    viscous=(1.2, 1.6, 1.4), coulomb=(1.8, 2.3, 2.0), static=None) -> DeltaModel:
+def perturbed_model(model, spread: float = 0.2, seed: int = 1,
+                    viscous=(1.2, 1.6, 1.4), coulomb=(1.8, 2.3, 2.0), static=None):
     """The model with every lumped mass/inertia/moment scaled by 1 + U(-spread, spread)
-    (per joint for the arm terms) and the given per-joint friction (``static``: Stribeck
-    break-away torques; None means none, i.e. static = coulomb)."""
+    (per joint for the arm or carriage terms: the first 8 lumped parameters, in their order)
+    and the given per-joint friction (``static``: Stribeck break-away efforts; None means
+    none, i.e. static = coulomb). Either kind of model."""
     rng = np.random.default_rng(seed)
-    p = model.params
-    f = lambda: 1.0 + spread * rng.uniform(-1.0, 1.0)
-    return model.with_parameters(DynamicParameters(
-        m_x=p.m_x * f(), m_k=p.m_k * f(),
-        arm_inertia=tuple(v * f() for v in p.arm_inertia),
-        arm_moment=tuple(v * f() for v in p.arm_moment),
-        viscous=tuple(float(v) for v in viscous), coulomb=tuple(float(v) for v in coulomb),
-        static=tuple(float(v) for v in (static if static is not None else coulomb)),
-        stribeck_velocity=p.stribeck_velocity, smoothing_velocity=p.smoothing_velocity))
+    v = model.params.as_vector()
+    for k in range(8):
+        v[k] = v[k] * (1.0 + spread * rng.uniform(-1.0, 1.0))
+    v[8:11], v[11:14] = viscous, coulomb
+    return model.with_parameters(parameters_from_vector(
+        model, v, static=tuple(float(s) for s in (static if static is not None else coulomb))))
 
 
 def measure(t, q, tau, noise: float = 0.01, counts_per_rev: int | None = 2 ** 17, seed: int = 0,
-            source: str = "synthetic") -> JointData:
-    """Quantised positions and noisy torques (see the module docstring)."""
+            source: str = "synthetic", gear_ratio: float = 1.0) -> JointData:
+    """Quantised positions and noisy torques (see the module docstring): positions rounded to
+    the encoder's increment at the joint, 2 pi / (counts_per_rev gear_ratio) (rad at an arm
+    with ``gear_ratio`` 1, the default; m on a carriage with the motor's rad per metre)."""
     rng = np.random.default_rng(seed)
     q = np.asarray(q, dtype=float)
     tau = np.asarray(tau, dtype=float)
     if counts_per_rev:
-        step = 2.0 * math.pi / counts_per_rev
+        step = 2.0 * math.pi / (counts_per_rev * gear_ratio)
         q = np.round(q / step) * step
     if noise:
         rms = np.sqrt(np.mean(tau * tau, axis=0))
@@ -57,26 +60,30 @@ def measure(t, q, tau, noise: float = 0.01, counts_per_rev: int | None = 2 ** 17
 
 def open_loop_data(true_model, traj, duration: float | None = None, dt: float = 1e-3,
                    noise: float = 0.01, counts_per_rev: int | None = 2 ** 17, seed: int = 0,
-                   t0: float = 0.0):
-    """(JointData, exact torques) along a joint trajectory (e.g. a FourierTrajectory)."""
+                   t0: float = 0.0, gear_ratio: float = 1.0):
+    """(JointData, exact torques) along a joint trajectory (e.g. a FourierTrajectory);
+    ``counts_per_rev`` and ``gear_ratio`` as in :func:`measure`."""
     dur = traj.period if duration is None else duration
     t = t0 + np.arange(int(round(dur / dt)) + 1) * dt
     q, qd, qdd = traj.evaluate(t)
     X, Xd, Xdd = cartesian_state(true_model, q, qd, qdd)
     tau = inverse_dynamics(true_model, X, Xd, Xdd)
-    return measure(t, q, tau, noise, counts_per_rev, seed), tau
+    return measure(t, q, tau, noise, counts_per_rev, seed, gear_ratio=gear_ratio), tau
 
 
 def closed_loop_data(true_model, nominal_model, traj, duration: float | None = None, dt: float = 1e-3,
                      kp: float = 4000.0, kd: float = 120.0, noise: float = 0.01,
-                     counts_per_rev: int | None = 2 ** 17, seed: int = 0, substeps: int = 2):
-    """Simulated closed-loop run (see the module docstring); returns (JointData, tracking RMS in rad).
+                     counts_per_rev: int | None = 2 ** 17, seed: int = 0, substeps: int = 2,
+                     gear_ratio: float = 1.0):
+    """Simulated closed-loop run (see the module docstring); returns (JointData, tracking RMS in
+    rad, or m on a linear robot). ``counts_per_rev`` and ``gear_ratio`` as in :func:`measure`;
+    ``kp``, ``kd`` in N m/rad, N m s/rad (N/m, N s/m).
 
     Controller (updated every ``dt`` from the quantised position and its backward difference):
     tau = tau_ff(q_ref, q_d_ref, q_dd_ref; nominal model) + kp (q_ref - q) + kd (q_d_ref - q_d).
     The robot is integrated with the semi-implicit step in ``substeps`` steps per sample.
     """
-    from delta_dynamics.simulate import step
+    from delta_dynamics.algorithms import step
 
     dur = traj.period if duration is None else duration
     n = int(round(dur / dt)) + 1
@@ -87,7 +94,7 @@ def closed_loop_data(true_model, nominal_model, traj, duration: float | None = N
     X, V = tuple(Xr[0].tolist()), tuple(Xdr[0].tolist())
     qs = np.empty((n, 3))
     taus = np.empty((n, 3))
-    quant = 2.0 * math.pi / counts_per_rev if counts_per_rev else 0.0
+    quant = 2.0 * math.pi / (counts_per_rev * gear_ratio) if counts_per_rev else 0.0
     q_prev = None
     h = dt / substeps
     for k in range(n):
@@ -101,5 +108,6 @@ def closed_loop_data(true_model, nominal_model, traj, duration: float | None = N
         tl = tuple(float(v) for v in tau)
         for _ in range(substeps):
             X, V = step(true_model, X, V, tl, h)
-    data = measure(t, qs, taus, noise, counts_per_rev, seed, source="synthetic closed loop")
+    data = measure(t, qs, taus, noise, counts_per_rev, seed, source="synthetic closed loop",
+                   gear_ratio=gear_ratio)
     return data, float(np.sqrt(np.mean((qs - qr) ** 2)))
