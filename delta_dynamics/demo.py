@@ -10,7 +10,9 @@
    model does not know, so feedforward is not perfect.
 3. A 3-D view of the workspace, both paths and the robot.
 
-PNG plots and the CSV files go to ``out/``; a short summary goes to stdout.
+PNG plots and the CSV files go to ``out/``; a short summary goes to stdout. For a linear
+(prismatic) robot file :func:`run` runs Colombo & Lentini's demo instead
+(:mod:`delta_dynamics.prismatic.demo`, their Figs. 4 and 5).
 """
 from __future__ import annotations
 
@@ -55,9 +57,8 @@ def _robot_frame(m, X):
 def _track(plant, m, traj, tau_ff, q_ref, qd_ref, feedforward: bool):
     """Joint PD (+ feedforward) tracking on the plant at 1 kHz; returns joint errors (N, 3),
     platform errors (N, 3) and applied torques (N, 3)."""
-    from delta_dynamics.dynamics import joint_state
-    from delta_dynamics.simulate import step
-    lim = np.asarray(plant.robot.limits.torque)
+    from delta_dynamics.algorithms import joint_state, step
+    lim = np.asarray(plant.robot.limits.effort)
     X, V = tuple(traj.X[0].tolist()), (0.0, 0.0, 0.0)      # floats: step() is fastest on them
     n = len(traj)
     e_q = np.empty((n, 3))
@@ -83,16 +84,18 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
 
     from delta_core.robot_file import load_robot
     from delta_dynamics import trajectories as tr
-    from delta_dynamics.dynamics import inverse_dynamics, joint_state
-    from delta_dynamics.kinematics import inverse_kinematics, sample_workspace
-    from delta_dynamics.model import DeltaModel
+    from delta_dynamics.algorithms import inverse_dynamics, inverse_kinematics, joint_state, sample_workspace
+    from delta_dynamics.kinds import model_for
     from delta_dynamics.trajectory_io import write_joint_data, write_trajectory
 
+    params = load_robot(robot)
+    if params.type != "rotary":
+        from delta_dynamics.prismatic.demo import run as run_linear
+        return run_linear(robot=params, out=out)
     t_start = time.perf_counter()
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
-    params = load_robot(robot)
-    m = DeltaModel(params)
+    m = model_for(params)
     name = params.name
     written = []
 
@@ -137,7 +140,7 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     tau_p = inverse_dynamics(m, pick.X, pick.Xd, pick.Xdd)
     written += [write_trajectory(outdir / "pick_place.csv", pick),
                 write_joint_data(outdir / "pick_place_torques.csv", pick.t, q_p, qd_p, qdd_p, tau_p)]
-    plant = DeltaModel(params.replace(mass=dataclasses.replace(
+    plant = model_for(params.replace(mass=dataclasses.replace(
         params.mass, payload_mass=params.mass.payload_mass + PAYLOAD)))
     runs = {}
     for ff in (False, True):

@@ -251,7 +251,8 @@ def read_trajectory(path: str | os.PathLike, smoothing="auto") -> TrajectoryFile
 
 @dataclass(frozen=True)
 class JointData:
-    """Joint-space samples (see the module docstring); ``qdd`` is None if the file had none."""
+    """Joint-space samples (see the module docstring); ``qdd`` is None if the file had none.
+    ``effort`` names the effort columns the file had: ``tau`` (torques) or ``f`` (forces)."""
 
     t: np.ndarray
     q: np.ndarray
@@ -259,18 +260,45 @@ class JointData:
     qdd: np.ndarray | None
     tau: np.ndarray
     table: CsvTable | None = None
+    effort: str = "tau"
 
 
-def read_joint_data(path: str | os.PathLike, min_rows: int = 2) -> JointData:
-    """Read a joint-data CSV (columns ``t``, ``q1..3``, ``qd1..3``, ``tau1..3``; ``qdd1..3``
-    optional)."""
-    table = read_csv(path, JOINT_INPUT_COLUMNS, optional=("qdd1", "qdd2", "qdd3"),
-                     min_rows=min_rows)
+def _effort_header(path) -> str:
+    """``tau`` or ``f``: the effort columns a joint-data file's header names (``tau`` if neither)."""
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        for raw in f:
+            s = raw.strip()
+            if s and not s.startswith("#"):
+                cols = {c.strip() for c in s.split(",")}
+                return "f" if {"f1", "f2", "f3"} <= cols and "tau1" not in cols else "tau"
+    return "tau"
+
+
+def read_joint_data(path: str | os.PathLike, min_rows: int = 2, effort: str | None = None) -> JointData:
+    """Read a joint-data CSV (columns ``t``, ``q1..3``, ``qd1..3``, ``tau1..3`` or ``f1..3``;
+    ``qdd1..3`` optional). ``effort``: ``"tau"`` or ``"f"`` to require those effort columns
+    (a missing one is named, with a hint when the file has the other kind's), None for
+    whichever the file has."""
+    if effort not in (None, "tau", "f"):
+        raise ValueError(f"effort columns must be 'tau' (torques) or 'f' (forces), got {effort!r}")
+    have = _effort_header(path)
+    col = effort or have
+    names = tuple(f"{col}{i}" for i in (1, 2, 3))
+    try:
+        table = read_csv(path, JOINT_INPUT_COLUMNS[:7] + names, optional=("qdd1", "qdd2", "qdd3"),
+                         min_rows=min_rows)
+    except CsvError as e:
+        if effort is not None and have != effort and e.column in names:
+            kind = {"tau": ("torques", "rotary"), "f": ("forces", "linear")}
+            raise CsvError(f"{e}; the file holds {kind[have][0]} {have}1..3, a {kind[have][1]} Delta's, "
+                           f"but the robot is a {kind[effort][1]} Delta (is this the right robot file?)",
+                           e.path, e.line, e.column) from None
+        raise
     have_qdd = all(c in table.columns for c in ("qdd1", "qdd2", "qdd3"))
     return JointData(table.columns["t"], table.stack(("q1", "q2", "q3")),
                      table.stack(("qd1", "qd2", "qd3")),
                      table.stack(("qdd1", "qdd2", "qdd3")) if have_qdd else None,
-                     table.stack(("tau1", "tau2", "tau3")), table)
+                     table.stack(names), table, col)
 
 
 # ----------------------------------------------------------------------------- writing

@@ -79,9 +79,15 @@ def test_the_force_limit_warning_names_the_carriage(tmp_path, capsys):
 def test_tool_needs_a_robot_and_rotary_only_commands_say_so(tmp_path, capsys):
     code, _, err = run(capsys, "trajectory", "lissajous", "--tool", "--out", tmp_path / "x.csv")
     assert code == 2 and "--tool needs --robot" in err
-    code, _, err = run(capsys, "ik", "--robot", "colombo2020", "0", "0", "0.1")
+    traj = tmp_path / "t.csv"
+    assert run(capsys, "trajectory", "circle", "--radius", 0.02, "--depth", 0.1, "--period", 1.0,
+               "--duration", 0.1, "--out", traj)[0] == 0
+    # the multibody model (reactions) is of a rotary Delta
+    code, _, err = run(capsys, "reactions", "--robot", "colombo2020", "--trajectory", traj,
+                       "--out", tmp_path / "r.csv")
     assert code == 2 and err.startswith(ERROR)
     assert "colombo2020 (colombo2020) is a prismatic Delta; this command handles rotary robots only" in err
+    assert not (tmp_path / "r.csv").exists()
 
 
 @pytest.mark.parametrize("robot", ["colombo2020"])
@@ -93,3 +99,55 @@ def test_demo_draws_figures_4_and_5(tmp_path, capsys, robot):
     assert "10 mm/s" in out and "(weight 13.435 N)" in out
     table = read_csv(tmp_path / "lissajous_200_forces.csv", ("t", "f1", "f2", "f3"))
     assert len(table) > 3000
+
+
+# ----------------------------------------------------------------------------- kinematics and forward
+
+def test_ik_and_fk_in_metres(capsys):
+    code, out, err = run(capsys, "ik", "--robot", "colombo2020", 0.02, -0.01, 0.1)
+    assert code == 0, err
+    assert out.startswith("q (m): ") and "deg" not in out
+    q = [float(v) for v in out.split(":")[1].split()]
+    m = PrismaticDeltaModel.from_robot("colombo2020")
+    np.testing.assert_allclose(q, joint_state(m, [0.02, -0.01, 0.1], [0, 0, 0])[0], atol=1e-9)   # 9 digits
+    code, out, err = run(capsys, "fk", "--robot", "colombo2020", *q)
+    assert code == 0, err
+    assert out.startswith("X (m): ")
+    np.testing.assert_allclose([float(v) for v in out.split(":")[1].split()], [0.02, -0.01, 0.1], atol=1e-8)
+    code, _, err = run(capsys, "fk", "--robot", "colombo2020", 0.5, 0.3, 0.3)
+    assert code == 2 and err.startswith(ERROR)
+    assert "carriage 1 position 0.5 m is outside its limits [0.1, 0.49] m" in err
+    code, _, err = run(capsys, "ik", "--robot", "colombo2020", 0.3, 0.0, 0.1)
+    assert code == 2 and "rod pair" in err and "cannot reach it" in err
+
+
+def test_forces_in_forward_simulation_reproduce_the_path(tmp_path, capsys):
+    """trajectory -> inverse (f1..f3) -> forward: the simulated platform follows the path."""
+    traj, forces, sim = tmp_path / "t.csv", tmp_path / "f.csv", tmp_path / "s.csv"
+    assert run(capsys, "trajectory", "circle", "--radius", 0.04, "--depth", 0.12, "--period", 1.0,
+               "--ramp", 0.5, "--duration", 1.0, "--robot", "colombo2020", "--out", traj)[0] == 0
+    assert run(capsys, "inverse", "--robot", "colombo2020", "--trajectory", traj, "--out", forces)[0] == 0
+    code, out, err = run(capsys, "forward", "--robot", "colombo2020", "--torques", forces, "--out", sim)
+    assert code == 0, err
+    want, got = read_trajectory(traj).trajectory, read_trajectory(sim).trajectory
+    assert np.abs(got.X - want.X).max() < 1e-5
+    # the explicit plant under the same forces (simulate --model explicit) agrees
+    out2 = tmp_path / "s2.csv"
+    code, out, err = run(capsys, "simulate", "--model", "explicit", "--method", "semi-implicit", "--substeps", 4,
+                         "--robot", "colombo2020", "--torques", forces, "--out", out2)
+    assert code == 0, err
+    X = read_csv(out2, ("x", "y", "z")).stack(("x", "y", "z"))
+    assert np.abs(X - want.X).max() < 5e-4
+
+
+def test_joint_data_of_the_other_kind_is_refused_with_a_hint(tmp_path, capsys):
+    traj, tq = tmp_path / "t.csv", tmp_path / "tau.csv"
+    assert run(capsys, "trajectory", "pick-place", "--out", traj)[0] == 0
+    assert run(capsys, "inverse", "--trajectory", traj, "--out", tq)[0] == 0          # nt_robot: tau1..3
+    code, _, err = run(capsys, "forward", "--robot", "colombo2020", "--torques", tq, "--out", tmp_path / "o.csv")
+    assert code == 2 and err.startswith(ERROR)
+    assert "missing column" in err and "'f1'" in err
+    assert "the file holds torques tau1..3, a rotary Delta's, but the robot is a linear Delta" in err
+    code, _, err = run(capsys, "simulate", "--model", "multibody", "--robot", "colombo2020", "--torques", tq,
+                       "--out", tmp_path / "o.csv")
+    assert code == 2 and "is a prismatic Delta; this command handles rotary robots only" in err

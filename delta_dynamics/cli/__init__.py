@@ -6,10 +6,13 @@
     delta-dynamics forward --robot nt_robot --torques torques.csv --out sim.csv
     delta-dynamics simulate --model multibody --torques torques.csv --out sim.csv [--reactions r.csv]
     delta-dynamics reactions --robot nt_robot --trajectory traj.csv --out reactions.csv
-    delta-dynamics ik X Y Z          # platform position (m) -> joint angles
-    delta-dynamics fk Q1 Q2 Q3       # joint angles (rad) -> platform position
+    delta-dynamics ik X Y Z          # platform position (m) -> joint angles (carriage positions)
+    delta-dynamics fk Q1 Q2 Q3       # joint angles (rad; carriage positions in m) -> platform position
     delta-dynamics demo --out out/   # what `make run` runs: plots in out/
 
+Either kind of Delta (rotary, or linear with carriage positions in m and forces ``f1..f3``
+in N) through :mod:`delta_dynamics.algorithms`; ``simulate --model multibody``, ``reactions``
+and ``compare`` model rotary robots only and refuse a linear one by name.
 CSV formats: :mod:`delta_dynamics.trajectory_io`. ``--robot`` takes a preset name
 (``config/robots/<name>.yaml``) or a robot file path. Bad input (an unreadable or malformed
 file, an unreachable point, a bad option) prints ``delta-dynamics: error: <message>`` to

@@ -60,15 +60,24 @@ def smoothing(text: str):
         raise argparse.ArgumentTypeError(f"{e} (give 'auto' or a noise level in m)") from None
 
 
-def model_for(robot: str, friction: bool = True, kinds=("rotary",)):
-    """The model of ``robot``; a robot whose ``type`` is not in ``kinds`` (the kinds the calling
-    subcommand handles) is refused by name."""
-    from delta_core.robot_file import load_robot
-    from delta_dynamics.kinds import model_for as model_of
-    params = load_robot(robot)
+ALL_KINDS = ("rotary", "prismatic")
+
+
+def require_kind(params, robot: str, kinds=("rotary",)):
+    """Refuse (by name) a loaded robot file whose ``type`` is not in ``kinds``, the kinds the
+    calling subcommand handles; returns ``params``."""
     if params.type not in kinds:
         raise CliError(f"robot {params.name} ({robot}) is a {params.type} Delta; this command "
                        f"handles {' and '.join(kinds)} robots only so far")
+    return params
+
+
+def model_for(robot: str, friction: bool = True, kinds=ALL_KINDS):
+    """The model of ``robot`` (either kind by default); a robot whose ``type`` is not in
+    ``kinds`` (the kinds the calling subcommand handles) is refused by name."""
+    from delta_core.robot_file import load_robot
+    from delta_dynamics.kinds import model_for as model_of
+    params = require_kind(load_robot(robot), robot, kinds)
     return model_of(params, friction=friction)
 
 

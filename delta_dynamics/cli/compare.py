@@ -1,7 +1,7 @@
 """``delta-dynamics compare``: several dynamic models of one robot along one trajectory."""
 from __future__ import annotations
 
-from delta_dynamics.cli.args import CliError, fmt, info, robot_option, row_error, smoothing
+from delta_dynamics.cli.args import CliError, fmt, info, require_kind, robot_option, row_error, smoothing
 
 
 def cmd_compare(args) -> int:
@@ -17,7 +17,7 @@ def cmd_compare(args) -> int:
             model_function(n)                      # every model available before any work
     except (ModelUnavailable, ValueError) as e:
         raise CliError(f"--models: {e}") from None
-    robot = load_robot(args.robot)
+    robot = require_kind(load_robot(args.robot), args.robot)
     data = read_trajectory(args.trajectory, smoothing=args.smoothing)
     traj, table = data.trajectory, data.table
     if data.derived:

@@ -7,13 +7,13 @@ from delta_dynamics.cli.args import DEFAULT_ROBOT, robot_option
 def cmd_demo(args) -> int:
     robot = args.robot or ("d3s800" if args.model == "multibody" else DEFAULT_ROBOT)
     if args.model == "multibody":
-        from delta_dynamics.multibody.demo import run
-    else:
         from delta_core.robot_file import load_robot
-        if load_robot(robot).type == "prismatic":
-            from delta_dynamics.prismatic.demo import run      # the paper's Figs. 4 and 5
-        else:
-            from delta_dynamics.demo import run
+
+        from delta_dynamics.cli.args import require_kind
+        from delta_dynamics.multibody.demo import run
+        require_kind(load_robot(robot), robot)               # the multibody model is a rotary Delta's
+    else:
+        from delta_dynamics.demo import run                  # a linear robot: the paper's Figs. 4 and 5
     run(robot=robot, out=args.out)
     return 0
 

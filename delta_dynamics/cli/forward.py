@@ -1,4 +1,4 @@
-"""``delta-dynamics forward``: simulate the robot under a torque CSV."""
+"""``delta-dynamics forward``: simulate the robot under a torque (force) CSV."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,18 +22,14 @@ class _Clock:
 def cmd_forward(args) -> int:
     from scipy.interpolate import CubicSpline
 
-    from delta_dynamics.dynamics import cartesian_state, forward_dynamics
-    from delta_dynamics.kinematics import (
-        UnreachableError,
-        check_joint_limits,
-        inverse_kinematics,
-    )
-    from delta_dynamics.simulate import simulate_adaptive, simulate_fixed
+    from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits,
+                                           forward_dynamics, inverse_kinematics, joint_units,
+                                           simulate_adaptive, simulate_fixed)
     from delta_dynamics.trajectories import Trajectory
     from delta_dynamics.trajectory_io import read_joint_data, write_trajectory
 
     m = model_for(args.robot, friction=not args.no_friction)
-    jd = read_joint_data(args.torques)
+    jd = read_joint_data(args.torques, effort=joint_units(m)["effort_column"])
     try:
         check_joint_limits(m, jd.q[0])
         X0, V0, _ = cartesian_state(m, jd.q[0], jd.qd[0])
@@ -56,11 +52,12 @@ def cmd_forward(args) -> int:
             X, V = simulate_fixed(m, X0, V0, t, clock, method=args.method, substeps=args.substeps)
         A = forward_dynamics(m, X, V, tau)
     except (UnreachableError, ZeroDivisionError) as e:
-        # ZeroDivisionError: the single-sample model divides by U_i.T_i, which is 0 where an
-        # upper arm and its forearm align (the workspace boundary)
+        # ZeroDivisionError: the single-sample model divides by U_i.T_i (by d_iz on a linear
+        # Delta), which is 0 where an upper arm and its forearm align (a rod pair is horizontal)
         when = f"near t = {clock.t:.6g} s" if clock.t is not None else "at the start"
         why = (SAMPLE.sub('', str(e)) if isinstance(e, UnreachableError) else
-               "an upper arm and its forearm are aligned (serial singularity)")
+               "an upper arm and its forearm are aligned (serial singularity)" if m.kind == "rotary" else
+               "a rod pair is horizontal (serial singularity)")
         raise CliError(f"{args.torques}: the simulated robot left its workspace {when}: {why}") from None
     except RuntimeError as e:
         raise CliError(f"{args.torques}: {e}") from None
@@ -80,12 +77,14 @@ def cmd_forward(args) -> int:
 
 def register(sub) -> None:
     # forward
-    fp = sub.add_parser("forward", help="simulate the robot under a torque CSV",
+    fp = sub.add_parser("forward", help="simulate the robot under a torque (force) CSV",
                         description="Forward simulation from the first row's state (q, qd) "
-                        "under the torques of a joint-data CSV; writes a trajectory CSV with "
-                        "accelerations from the forward dynamics.")
+                        "under the torques of a joint-data CSV (the carriage forces f1,f2,f3 for a "
+                        "linear Delta); writes a trajectory CSV with accelerations from the forward "
+                        "dynamics.")
     robot_option(fp)
-    fp.add_argument("--torques", required=True, metavar="CSV", help="input joint data (t, q, qd, tau)")
+    fp.add_argument("--torques", required=True, metavar="CSV",
+                    help="input joint data (t, q, qd, tau; f instead of tau for a linear Delta)")
     fp.add_argument("--out", required=True, metavar="CSV", help="output trajectory")
     fp.add_argument("--method", choices=("adaptive", "semi-implicit", "rk4"), default="adaptive",
                     help="adaptive: LSODA, torques interpolated by a cubic spline; semi-implicit, "

@@ -7,14 +7,12 @@ from delta_dynamics.cli.args import CliError, fmt, info, model_for, robot_option
 
 
 def cmd_inverse(args) -> int:
-    from delta_dynamics.kinematics import UnreachableError
-    from delta_dynamics.kinds import joint_units, modules
+    from delta_dynamics.algorithms import (UnreachableError, friction_torque, inverse_dynamics,
+                                           inverse_kinematics, joint_state, joint_units)
     from delta_dynamics.trajectory_io import joint_columns, read_trajectory, write_csv
 
-    m = model_for(args.robot, friction=not args.no_friction, kinds=("rotary", "prismatic"))
-    ops, units = modules(m), joint_units(m)
-    inverse_kinematics, joint_state = ops.kinematics.inverse_kinematics, ops.dynamics.joint_state
-    inverse_dynamics, friction_torque = ops.dynamics.inverse_dynamics, ops.dynamics.friction_torque
+    m = model_for(args.robot, friction=not args.no_friction)
+    units = joint_units(m)
     other = None
     if args.model != "explicit":
         from delta_dynamics.compare import ModelUnavailable, model_function
@@ -56,7 +54,7 @@ def cmd_inverse(args) -> int:
 def _warn_limits(m, table, qd, qdd, tau, units) -> None:
     """Warn (stderr) where velocity, acceleration or effort leave the robot file's limits."""
     lim = m.robot.limits
-    effort = "torque" if units["effort"] == "N m" else "force"
+    effort = units["effort_name"]
     for what, vals, limit, unit in (("velocity", qd, lim.velocity, units["velocity"]),
                                     ("acceleration", qdd, lim.acceleration, units["acceleration"]),
                                     (effort, tau, lim.effort, units["effort"])):

@@ -7,16 +7,18 @@ from delta_dynamics.cli.args import finite, fmt, model_for, robot_option
 
 
 def cmd_ik(args) -> int:
-    from delta_dynamics.kinematics import inverse_kinematics
+    from delta_dynamics.algorithms import inverse_kinematics, joint_units
     m = model_for(args.robot)
     q = inverse_kinematics(m, [args.x, args.y, args.z], check_limits=not args.no_limits)
-    print(f"q (rad): {fmt(q)}")
-    print(f"q (deg): {fmt(np.degrees(q), '.6g')}")
+    unit = joint_units(m)["position"]
+    print(f"q ({unit}): {fmt(q)}")
+    if unit == "rad":
+        print(f"q (deg): {fmt(np.degrees(q), '.6g')}")
     return 0
 
 
 def cmd_fk(args) -> int:
-    from delta_dynamics.kinematics import check_joint_limits, forward_kinematics
+    from delta_dynamics.algorithms import check_joint_limits, forward_kinematics
     m = model_for(args.robot)
     q = [args.q1, args.q2, args.q3]
     if not args.no_limits:
@@ -28,16 +30,16 @@ def cmd_fk(args) -> int:
 
 def register(sub) -> None:
     # ik / fk
-    k = sub.add_parser("ik", help="joint angles for one platform position")
+    k = sub.add_parser("ik", help="joint angles (carriage positions) for one platform position")
     for n in ("x", "y", "z"):
         k.add_argument(n, type=finite, metavar=n.upper(), help="m")
     robot_option(k)
     k.add_argument("--no-limits", action="store_true", help="do not check the joint position limits")
     k.set_defaults(func=cmd_ik)
 
-    f = sub.add_parser("fk", help="platform position for one set of joint angles")
+    f = sub.add_parser("fk", help="platform position for one set of joint angles (carriage positions)")
     for n in ("q1", "q2", "q3"):
-        f.add_argument(n, type=finite, metavar=n.upper(), help="rad")
+        f.add_argument(n, type=finite, metavar=n.upper(), help="rad (m for a linear Delta)")
     robot_option(f)
     f.add_argument("--no-limits", action="store_true", help="do not check the joint position limits")
     f.set_defaults(func=cmd_fk)

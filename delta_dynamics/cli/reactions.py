@@ -10,7 +10,7 @@ world frame. ``--torques`` also writes the motor torques as joint data.
 """
 from __future__ import annotations
 
-from delta_dynamics.cli.args import CliError, info, robot_option, row_error, smoothing
+from delta_dynamics.cli.args import CliError, info, require_kind, robot_option, row_error, smoothing
 
 
 def cmd_reactions(args) -> int:
@@ -21,7 +21,7 @@ def cmd_reactions(args) -> int:
     from delta_dynamics.multibody.system import MultibodySystem
     from delta_dynamics.trajectory_io import read_trajectory, write_csv, write_joint_data
 
-    s = MultibodySystem(load_robot(args.robot))
+    s = MultibodySystem(require_kind(load_robot(args.robot), args.robot))
     tf = read_trajectory(args.trajectory, smoothing=args.smoothing)
     traj = tf.trajectory
     if tf.derived:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_dynamics.cli.args import SAMPLE, CliError, count, robot_option
+from delta_dynamics.cli.args import SAMPLE, CliError, count, require_kind, robot_option
 
 MODELS = ("multibody", "explicit")
 SIM_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "q1", "q2", "q3", "qd1", "qd2", "qd3", "violation")
@@ -30,15 +30,17 @@ def reaction_table(t, reactions) -> np.ndarray:
 
 def cmd_simulate(args) -> int:
     from delta_core.robot_file import load_robot
-    from delta_dynamics.kinematics import UnreachableError, check_joint_limits
+    from delta_dynamics.algorithms import UnreachableError, check_joint_limits, joint_units
+    from delta_dynamics.kinds import model_for
     from delta_dynamics.trajectory_io import read_joint_data, write_csv
 
     robot = load_robot(args.robot)
-    jd = read_joint_data(args.torques)
+    if args.model == "multibody":
+        require_kind(robot, args.robot)            # the multibody model is of a rotary Delta
+    m = model_for(robot)
+    jd = read_joint_data(args.torques, effort=joint_units(m)["effort_column"])
     if args.reactions and args.model != "multibody":
         raise CliError(f"--reactions needs --model multibody (the {args.model} model has no joint reactions)")
-    from delta_dynamics.model import DeltaModel
-    m = DeltaModel(robot)
     try:
         check_joint_limits(m, jd.q[0])
     except UnreachableError as e:
@@ -80,8 +82,7 @@ def _multibody(robot, jd, args):
 
 
 def _explicit(m, jd, args):
-    from delta_dynamics.dynamics import cartesian_state, joint_state
-    from delta_dynamics.simulate import simulate_fixed
+    from delta_dynamics.algorithms import cartesian_state, joint_state, simulate_fixed
 
     if args.no_friction:
         m = m.without_friction()

@@ -27,19 +27,18 @@ def _make_trajectory(args):
 
 
 def cmd_trajectory(args) -> int:
-    from delta_dynamics.kinematics import UnreachableError
-    from delta_dynamics.kinds import modules
+    from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
     from delta_dynamics.trajectory_io import write_trajectory
     traj = _make_trajectory(args)
     if args.tool and not args.robot:
         raise CliError("--tool needs --robot: the tool offset comes from the robot file")
     if args.robot:
-        m = model_for(args.robot, kinds=("rotary", "prismatic"))
+        m = model_for(args.robot)
         if args.tool:
             # the path was given for the tool point; the CSV holds the platform centre above it
             traj = traj.shifted((0.0, 0.0, getattr(m, "tool_offset", 0.0)))
         try:
-            modules(m).kinematics.inverse_kinematics(m, traj.X, check_limits=True)
+            inverse_kinematics(m, traj.X, check_limits=True)
         except UnreachableError as e:
             k = int(e.index or 0)
             raise CliError(f"{args.kind} on {args.robot}: sample {k} (t = {traj.t[k]:.6g} s): "
