@@ -8,14 +8,17 @@
 * the robot file's numbers: joint limits (position, velocity, torque), friction, the motor axis
   at R u_i, the elbow at upper_arm_length and +-forearm_spacing/2, the bar length
   forearm_length, masses and COMs (upper arm; half a forearm per bar at com_ratio; platform +
-  payload) and the dominant inertias;
+  payload) and the dominant inertias; for a linear Delta the rail at R u_i, the carriage joint
+  (prismatic along z, force limit), the rods at +-rod_spacing/2 with length rod_length, the
+  carriage, rod and platform masses, the rods' inertia, and tool0 tool_offset below the platform;
 * physical inertias: every tensor positive definite with the triangle inequality
   I_a + I_b >= I_c for its principal moments;
 * the closed chain: at ``samples`` random reachable poses, with the passive values from
   :func:`~delta_description.passive_joints.full_joint_state`, the composed transforms put
-  the platform at forward_kinematics(q), each elbow at C_i and each bar's far end
-  (x = forearm_length in its frame) on its platform joint X + r u_i +- (spacing/2) t_i, within
-  ``tol``; the passive values lie inside their URDF limits;
+  the platform at forward_kinematics(q), each elbow at C_i (each carriage joint at
+  A_i = R u_i + q_i e_z) and each bar's (rod's) far end (x = its length in its frame) on its
+  platform joint X + r u_i +- (spacing/2) t_i, within ``tol``; the passive values lie inside
+  their URDF limits;
 * the ``<ros2_control>`` block, if any: one joint entry per actuated joint with position,
   velocity and effort state interfaces and a known plugin.
 """
@@ -27,11 +30,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from delta_description.passive_joints import (BAR_SIDES, PLATFORM_JOINTS, bar_joint_names,
-                                              full_joint_state, movable_joint_names)
+from delta_description.passive_joints import (BAR_SIDES, PLATFORM_JOINTS, full_joint_state,
+                                              link_joint_names, movable_joint_names)
 from delta_core.robot_file import RobotParameters
 from delta_description.urdf_model import KinematicTree, UrdfError, rpy_matrix
 from delta_description.xacro_urdf import TOPIC_PLUGIN, TOPIC_PLUGIN_LEGACY
+from delta_dynamics.kinematics import elbow_positions
 
 KNOWN_PLUGINS = ("mock_components/GenericSystem", TOPIC_PLUGIN, TOPIC_PLUGIN_LEGACY)
 
@@ -64,11 +68,60 @@ def _close(a, b, tol=1e-9) -> bool:
     return abs(float(a) - float(b)) <= tol * max(1.0, abs(float(b)))
 
 
+class _Kind:
+    """What the URDF of one kind of Delta must hold, from its robot file (rotary or linear)."""
+
+    def __init__(self, robot: RobotParameters):
+        g, mp = robot.geometry, robot.mass
+        self.linear = robot.type == "prismatic"
+        if self.linear:
+            self.angles, self.radius = g.rail_angles_deg, g.rail_radius
+            self.spacing, self.length, self.length_field = g.rod_spacing, g.rod_length, "rod_length"
+            self.actuated_type, self.actuated_axis = "prismatic", (0, 0, 1)
+            self.mount = "carriage_{i}_link"                      # the frame at the actuated joint
+            self.link = "rod_{i}{s}_link"
+            self.bend_origin = lambda sign: [0.0, sign * 0.5 * g.rod_spacing, 0.0]
+        else:
+            self.angles, self.radius = g.chain_angles_deg, g.base_radius
+            self.spacing, self.length, self.length_field = g.forearm_spacing, g.forearm_length, "forearm_length"
+            self.actuated_type, self.actuated_axis = "revolute", (0, 1, 0)
+            self.mount = "upper_arm_{i}_link"
+            self.link = "forearm_{i}{s}_link"
+            self.bend_origin = lambda sign: [g.upper_arm_length, sign * 0.5 * g.forearm_spacing, 0.0]
+        want = {}
+        for i in (1, 2, 3):
+            if self.linear:
+                want[f"carriage_{i}_link"] = (mp.carriage.mass, (0.0, 0, 0), None)
+            else:
+                want[f"upper_arm_{i}_link"] = (mp.upper_arm.mass, (mp.upper_arm.com_distance, 0, 0),
+                                               mp.upper_arm.inertia)
+            for s in BAR_SIDES:
+                if self.linear:
+                    want[self.link.format(i=i, s=s)] = (mp.rod.mass, (0.5 * g.rod_length, 0, 0), mp.rod.inertia)
+                else:
+                    want[self.link.format(i=i, s=s)] = (0.5 * mp.forearm.mass,
+                                                        (mp.forearm.com_ratio * g.forearm_length, 0, 0),
+                                                        0.5 * mp.forearm.inertia)
+        want["platform_link"] = (mp.platform_mass + mp.payload_mass, (0.0, 0, 0), None)
+        self.masses = want
+
+    def joint_point(self, model, q, k):
+        """Where chain k's passive links start: the elbow C_k or the carriage joint A_k."""
+        if self.linear:
+            return np.array([model.R * model.cphi[k], model.R * model.sphi[k], q[k]])
+        return elbow_positions(model, q)[k]
+
+    def joint_point_local(self, model):
+        """That point in the mount frame (the upper arm's end, or the carriage frame's origin)."""
+        return [0.0, 0.0, 0.0, 1.0] if self.linear else [model.l, 0.0, 0.0, 1.0]
+
+
 def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, tol: float = 1e-6,
                       seed: int = 0) -> CheckReport:
-    """Check a URDF against the robot file it was made from; see the module docstring."""
-    from delta_dynamics.model import DeltaModel
-    from delta_dynamics.kinematics import elbow_positions, forward_kinematics, sample_workspace
+    """Check a URDF against the robot file it was made from (either kind of Delta); see the
+    module docstring."""
+    from delta_dynamics.algorithms import forward_kinematics, inverse_kinematics, sample_workspace
+    from delta_dynamics.kinds import model_for
 
     rep = CheckReport()
     bad = rep.problems.append
@@ -82,6 +135,7 @@ def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, 
     u = tree.urdf
     if tree.root != "base_link":
         bad(f"root link is {tree.root!r}, expected 'base_link'")
+    kd = _Kind(robot)
 
     # ---- joints: names, types, axes
     expected = movable_joint_names(robot)
@@ -90,22 +144,21 @@ def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, 
         bad(f"movable joints differ from the robot file's: missing {sorted(set(expected) - set(have))}, "
             f"unexpected {sorted(set(have) - set(expected))}")
         return rep
-    want_axis = {n: (0, 1, 0) for n in robot.joint_names}
-    want_axis.update(zip(PLATFORM_JOINTS, ((1, 0, 0), (0, 1, 0), (0, 0, 1))))
+    want_axis = {n: (kd.actuated_axis, kd.actuated_type) for n in robot.joint_names}
+    want_axis.update((n, (a, "prismatic")) for n, a in zip(PLATFORM_JOINTS, ((1, 0, 0), (0, 1, 0), (0, 0, 1))))
     for i in (1, 2, 3):
         for s in BAR_SIDES:
-            bend, tilt = bar_joint_names(i, s)
-            want_axis[bend], want_axis[tilt] = (0, 1, 0), (0, 0, 1)
-    for name, axis in want_axis.items():
+            bend, tilt = link_joint_names(robot, i, s)
+            want_axis[bend], want_axis[tilt] = ((0, 1, 0), "revolute"), ((0, 0, 1), "revolute")
+    for name, (axis, kind) in want_axis.items():
         j = tree.joints[name]
-        kind = "prismatic" if name in PLATFORM_JOINTS else "revolute"
         if j.type != kind:
             bad(f"joint {name}: type {j.type}, expected {kind}")
         if not np.allclose(j.axis, axis):
             bad(f"joint {name}: axis {j.axis.tolist()}, expected {list(axis)}")
 
     # ---- actuated joints: limits, friction, placement
-    geo, mp = robot.geometry, robot.mass
+    geo = robot.geometry
     jmap = u.joint_map
     for k, name in enumerate(robot.joint_names):
         j = jmap[name]
@@ -113,7 +166,7 @@ def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, 
         lim = j.limit
         for what, got, want in (("lower", lim.lower, lo), ("upper", lim.upper, hi),
                                 ("velocity", lim.velocity, robot.limits.velocity[k]),
-                                ("effort", lim.effort, robot.limits.torque[k])):
+                                ("effort", lim.effort, robot.limits.effort[k])):
             if got is None or not _close(got, want):
                 bad(f"joint {name}: limit {what} {got}, robot file says {want}")
         dyn = j.dynamics
@@ -125,31 +178,32 @@ def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, 
     zero = dict.fromkeys(have, 0.0)
     poses0 = tree.link_poses(zero)
     for k in range(3):
-        phi = math.radians(geo.chain_angles_deg[k])
-        pose = poses0[f"upper_arm_{k + 1}_link"]
-        want_p = np.array([geo.base_radius * math.cos(phi), geo.base_radius * math.sin(phi), 0.0])
+        phi = math.radians(kd.angles[k])
+        mount = kd.mount.format(i=k + 1)
+        pose = poses0[mount]
+        want_p = np.array([kd.radius * math.cos(phi), kd.radius * math.sin(phi), 0.0])
         if not np.allclose(pose[:3, 3], want_p, atol=1e-9) or \
                 not np.allclose(pose[:3, :3], rpy_matrix((0, 0, phi)), atol=1e-9):
-            bad(f"upper_arm_{k + 1}_link at q = 0 is not at R u_i rotated by phi_i = {geo.chain_angles_deg[k]} deg")
+            bad(f"{mount} at q = 0 is not at R u_i rotated by phi_i = {kd.angles[k]} deg")
         for s, sign in zip(BAR_SIDES, (1, -1)):
-            bend = tree.joints[bar_joint_names(k + 1, s)[0]]
-            want = [geo.upper_arm_length, sign * 0.5 * geo.forearm_spacing, 0.0]
+            bend = tree.joints[link_joint_names(robot, k + 1, s)[0]]
+            want = kd.bend_origin(sign)
             if not np.allclose(bend.origin[:3, 3], want, atol=1e-9):
                 bad(f"joint {bend.name}: origin {bend.origin[:3, 3].tolist()}, expected {want}")
-            link = u.link_map[f"forearm_{k + 1}{s}_link"]
+            link = u.link_map[kd.link.format(i=k + 1, s=s)]
             cyl = [v for v in link.visuals if type(v.geometry).__name__ == "Cylinder"]
-            if not cyl or not _close(cyl[0].geometry.length, geo.forearm_length):
-                bad(f"link {link.name}: bar length {cyl[0].geometry.length if cyl else None}, "
-                    f"robot file forearm_length {geo.forearm_length}")
+            if not cyl or not _close(cyl[0].geometry.length, kd.length):
+                what = "bar" if not kd.linear else "rod"
+                bad(f"link {link.name}: {what} length {cyl[0].geometry.length if cyl else None}, "
+                    f"robot file {kd.length_field} {kd.length}")
+    if kd.linear:
+        tool = tree.joints.get("tool0_joint")
+        if tool is None or not np.allclose(tool.origin[:3, 3], [0, 0, -geo.tool_offset], atol=1e-9):
+            bad(f"tool0_joint: origin {None if tool is None else tool.origin[:3, 3].tolist()}, expected "
+                f"[0, 0, -tool_offset] = [0, 0, {-geo.tool_offset}]")
 
     # ---- inertials
-    want_mass = {}
-    for i in (1, 2, 3):
-        want_mass[f"upper_arm_{i}_link"] = (mp.upper_arm.mass, mp.upper_arm.com_distance, mp.upper_arm.inertia)
-        for s in BAR_SIDES:
-            want_mass[f"forearm_{i}{s}_link"] = (0.5 * mp.forearm.mass, mp.forearm.com_ratio * geo.forearm_length,
-                                                 0.5 * mp.forearm.inertia)
-    want_mass["platform_link"] = (mp.platform_mass + mp.payload_mass, 0.0, None)
+    want_mass = kd.masses
     for link in u.links:
         ine = link.inertial
         if ine is None:
@@ -164,22 +218,21 @@ def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, 
             if not _close(ine.mass, mass):
                 bad(f"link {link.name}: mass {ine.mass}, robot file gives {mass}")
             xyz = ine.origin.xyz if ine.origin is not None else [0, 0, 0]
-            if not np.allclose(xyz, [com, 0, 0], atol=1e-9):
-                bad(f"link {link.name}: COM {list(xyz)}, expected [{com}, 0, 0]")
+            if not np.allclose(xyz, com, atol=1e-9):
+                bad(f"link {link.name}: COM {list(xyz)}, expected [{com[0]}, {com[1]}, {com[2]}]")
             if dominant is not None:
                 I = ine.inertia
                 if not _close(I.iyy, max(dominant, 1e-9)) or not _close(I.izz, max(dominant, 1e-9)):
                     bad(f"link {link.name}: iyy/izz {I.iyy}/{I.izz}, robot file gives {dominant}")
 
     # ---- the closed chain
-    model = DeltaModel(robot)
+    model = model_for(robot)
     lim_of = {j.name: j.limit for j in u.joints}
     try:
         Xs = sample_workspace(model, samples, seed=seed)
     except RuntimeError as e:
         bad(f"cannot sample the workspace: {e}")
         Xs = []
-    from delta_dynamics.kinematics import inverse_kinematics
     worst = 0.0
     for X in Xs:
         q = inverse_kinematics(model, X)
@@ -192,15 +245,17 @@ def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, 
         P = tree.link_poses(state.as_dict())
         X_fk = forward_kinematics(model, q)
         errs = [np.abs(P["platform_link"][:3, 3] - X_fk).max()]
-        C = elbow_positions(model, q)
+        if kd.linear and "tool0" in P:
+            errs.append(np.abs(P["tool0"][:3, 3] - (X_fk - [0.0, 0.0, geo.tool_offset])).max())
         for k in range(3):
-            phi = math.radians(geo.chain_angles_deg[k])
+            phi = math.radians(kd.angles[k])
             uk = np.array([math.cos(phi), math.sin(phi), 0.0])
             tk = np.array([-math.sin(phi), math.cos(phi), 0.0])
-            errs.append(np.abs((P[f"upper_arm_{k + 1}_link"] @ [geo.upper_arm_length, 0, 0, 1])[:3] - C[k]).max())
+            start = P[kd.mount.format(i=k + 1)] @ kd.joint_point_local(model)
+            errs.append(np.abs(start[:3] - kd.joint_point(model, q, k)).max())
             for s, sign in zip(BAR_SIDES, (1, -1)):
-                end = P[f"forearm_{k + 1}{s}_link"] @ [geo.forearm_length, 0, 0, 1]
-                target = X_fk + geo.platform_radius * uk + sign * 0.5 * geo.forearm_spacing * tk
+                end = P[kd.link.format(i=k + 1, s=s)] @ [kd.length, 0, 0, 1]
+                target = X_fk + geo.platform_radius * uk + sign * 0.5 * kd.spacing * tk
                 errs.append(np.abs(end[:3] - target).max())
         worst = max(worst, *errs)
     rep.max_error = float(worst)

@@ -1,8 +1,10 @@
 """The full joint state of the Delta URDF tree from the three actuated joint positions.
 
 The URDF (``delta_description/urdf/delta.urdf.xacro``) opens the closed chain into a tree whose
-passive joints only the kinematics can fill in. Given the arm angles q (and optionally their
-rates q_dot) this module computes, without ROS:
+passive joints only the kinematics can fill in. The API (:func:`full_joint_state`,
+:func:`expand_joint_state`, :func:`movable_joint_names`) is the same for both kinds of Delta;
+the model's (or robot file's) kind picks the tree. Rotary robot: given the arm angles q (and
+optionally their rates q_dot) this module computes, without ROS:
 
 * ``platform_x``, ``platform_y``, ``platform_z``: the platform centre X = forward_kinematics(q);
   rates X_dot from q_dot = J X_dot, where row i of J is U_i^T / (U_i^T T_i) (Asadi eq. 9);
@@ -21,6 +23,14 @@ The angles are taken from the actual arm angles q (not re-derived by inverse kin
 are right on either elbow branch; they equal ``delta_dynamics.kinematics.passive_angles(model, X)``
 on the usual elbow-out branch.
 
+Linear (prismatic) robot (``delta_linear.xacro``): given the carriage positions q,
+
+* ``platform_x/y/z``: X = forward_kinematics(q), X_dot = J^-1 q_dot (Colombo eq. 4);
+* ``rod_<i><s>_bend_joint`` / ``rod_<i><s>_tilt_joint``: both rods of pair i are parallel to
+  d_i = X + r u_i - (R u_i + q_i e_z) (eq. 2); with f = d_i / l in the carriage frame (the chain
+  frame: the carriage only translates), f = R_y(bend) R_z(tilt) x_hat gives bend, tilt by the
+  same two atan2 as above, and their rates from d_dot = X_dot - q_dot_i e_z.
+
 The ROS node that republishes ``/joint_states`` calls :func:`expand_joint_state` per message::
 
     >>> from delta_dynamics.model import DeltaModel
@@ -38,30 +48,45 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_dynamics.kinematics import SingularityError, elbow_positions, forward_kinematics
+from delta_dynamics.algorithms import cartesian_state, forward_kinematics, kind_of
+from delta_dynamics.kinematics import SingularityError, elbow_positions
 
 PLATFORM_JOINTS = ("platform_x", "platform_y", "platform_z")
-BAR_SIDES = ("a", "b")   # a: +forearm_spacing/2 along the elbow axis (+y' of the chain), b: -spacing/2
+BAR_SIDES = ("a", "b")   # a: +spacing/2 along the elbow axis / carriage axle (+y' of the chain), b: -spacing/2
 
 
 def bar_joint_names(chain: int, side: str) -> tuple:
-    """(bend, tilt) joint names of bar ``side`` of chain ``chain`` (1-based)."""
+    """(bend, tilt) joint names of bar ``side`` of chain ``chain`` (1-based) of a rotary robot."""
     return f"forearm_{chain}{side}_bend_joint", f"forearm_{chain}{side}_tilt_joint"
 
 
-def forearm_joint_names() -> tuple:
-    """The 12 elbow joints: chain 1..3, bar a then b, bend then tilt."""
-    return tuple(n for i in (1, 2, 3) for s in BAR_SIDES for n in bar_joint_names(i, s))
+def rod_joint_names(chain: int, side: str) -> tuple:
+    """(bend, tilt) joint names of rod ``side`` of chain ``chain`` (1-based) of a linear robot."""
+    return f"rod_{chain}{side}_bend_joint", f"rod_{chain}{side}_tilt_joint"
 
 
-def passive_joint_names() -> tuple:
-    """Every passive joint of the URDF: platform_x/y/z, then the 12 elbow joints."""
-    return PLATFORM_JOINTS + forearm_joint_names()
+def link_joint_names(robot, chain: int, side: str) -> tuple:
+    """(bend, tilt) joint names of the passive link (forearm bar or rod) ``side`` of ``chain``."""
+    return (rod_joint_names if kind_of(robot) == "prismatic" else bar_joint_names)(chain, side)
+
+
+def forearm_joint_names(robot=None) -> tuple:
+    """The 12 joints of the passive links: chain 1..3, side a then b, bend then tilt (forearm
+    bars of a rotary robot, the default; rods of a linear one)."""
+    names = bar_joint_names if robot is None else (lambda i, s: link_joint_names(robot, i, s))
+    return tuple(n for i in (1, 2, 3) for s in BAR_SIDES for n in names(i, s))
+
+
+def passive_joint_names(robot=None) -> tuple:
+    """Every passive joint of the URDF: platform_x/y/z, then the 12 joints of the passive links
+    (of a rotary robot without ``robot``; of ``robot``'s kind, a model or a robot file)."""
+    return PLATFORM_JOINTS + forearm_joint_names(robot)
 
 
 def movable_joint_names(robot) -> tuple:
-    """All non-fixed joints of the URDF: the actuated ones (robot file order), then the passive ones."""
-    return tuple(robot.joint_names) + passive_joint_names()
+    """All non-fixed joints of the URDF: the actuated ones (robot file order), then the passive
+    ones. ``robot``: a robot file (RobotParameters) or a model."""
+    return tuple(robot.joint_names) + passive_joint_names(robot)
 
 
 @dataclass(frozen=True)
@@ -129,28 +154,81 @@ def platform_velocity(m, q, X, qd) -> np.ndarray:
                                "the platform velocity is undefined", point=list(q)) from None
 
 
-def full_joint_state(m, q, qd=None) -> FullJointState:
-    """Positions (and velocities if ``qd`` is given) of every non-fixed URDF joint for arm angles q.
+def _direction_angles(f, fd=None):
+    """(bend, tilt) with f = R_y(bend) R_z(tilt) x_hat for a unit vector f, and their rates for
+    f_dot (or None)."""
+    ax, ay, az = f
+    h2 = ax * ax + az * az
+    h = math.sqrt(h2)
+    ang = (math.atan2(-az, ax), math.atan2(ay, h))
+    if fd is None:
+        return ang, None
+    adx, ady, adz = fd
+    hd = (ax * adx + az * adz) / h
+    return ang, ((az * adx - ax * adz) / h2, (h * ady - ay * hd) / (h2 + ay * ay))
 
-    ``m`` is a :class:`delta_dynamics.model.DeltaModel`. Order: :func:`movable_joint_names`.
-    Raises ``delta_dynamics.kinematics.UnreachableError`` (or ``SingularityError``) where the
-    forearms cannot close the chain.
+
+def rod_angles(m, q, X, qd=None, Xd=None):
+    """(bend, tilt) per rod pair of a linear Delta, shape (3, 2), and their rates (or None) for
+    carriage positions q and platform X (module docstring)."""
+    ang = np.empty((3, 2))
+    rate = None if qd is None else np.empty((3, 2))
+    for i in range(3):
+        u, t = _chain_frame(m, i)
+        d = np.asarray(X, dtype=float) - (m.R - m.r) * u - np.array([0.0, 0.0, q[i]])
+        f = np.array([u @ d, t @ d, d[2]]) / m.l
+        fd = None
+        if qd is not None:
+            dd = np.asarray(Xd, dtype=float) - np.array([0.0, 0.0, qd[i]])
+            fd = np.array([u @ dd, t @ dd, dd[2]]) / m.l
+        a, r = _direction_angles(f, fd)
+        ang[i] = a
+        if rate is not None:
+            rate[i] = r
+    return ang, rate
+
+
+def _linear_state(m, q, qd):
+    if qd is None:
+        X, Xd = forward_kinematics(m, q), None
+    else:
+        X, Xd, _ = cartesian_state(m, q, qd)
+    ang, rate = rod_angles(m, q, X, qd, Xd)
+    return X, Xd, ang, rate
+
+
+def _rotary_state(m, q, qd):
+    X = forward_kinematics(m, q)
+    Xd = None if qd is None else platform_velocity(m, q, X, qd)
+    ang, rate = forearm_angles(m, q, X, qd, Xd)
+    return X, Xd, ang, rate
+
+
+def full_joint_state(m, q, qd=None) -> FullJointState:
+    """Positions (and velocities if ``qd`` is given) of every non-fixed URDF joint for the
+    actuated joint positions q (arm angles, or carriage positions of a linear robot).
+
+    ``m`` is a model of either kind (:func:`delta_dynamics.kinds.model_for`). Order:
+    :func:`movable_joint_names`. Raises ``delta_dynamics.kinematics.UnreachableError`` (or
+    ``SingularityError``) where the forearms (rods) cannot close the chain.
+
+    >>> from delta_dynamics.kinds import model_for
+    >>> s = full_joint_state(model_for("colombo2020"), [0.25, 0.25, 0.25])
+    >>> s.names[3:7], round(s.position[5], 4)        # the platform centre's z, then rod 1a
+    (('platform_x', 'platform_y', 'platform_z', 'rod_1a_bend_joint'), 0.0628)
     """
     q = np.asarray(q, dtype=float).reshape(3)
-    X = forward_kinematics(m, q)
-    Xd = None
     if qd is not None:
         qd = np.asarray(qd, dtype=float).reshape(3)
-        Xd = platform_velocity(m, q, X, qd)
-    ang, rate = forearm_angles(m, q, X, qd, Xd)
+    X, Xd, ang, rate = (_linear_state if kind_of(m) == "prismatic" else _rotary_state)(m, q, qd)
     pos = [*q, *X]
     vel = None if qd is None else [*qd, *Xd]
     for i in range(3):
-        for _side in BAR_SIDES:                      # both bars of a parallelogram: same angles
+        for _side in BAR_SIDES:                      # both links of a parallelogram: same angles
             pos.extend(ang[i])
             if vel is not None:
                 vel.extend(rate[i])
-    names = movable_joint_names(m.robot)
+    names = movable_joint_names(m)
     return FullJointState(names, tuple(float(v) for v in pos),
                           None if vel is None else tuple(float(v) for v in vel))
 

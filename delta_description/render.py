@@ -9,6 +9,9 @@ URDF as robot_state_publisher/RViz would.
 
     python -m delta_description.render --robot nt_robot --out docs/images/robot.png
     delta-description render --robot d3s800 --pose 0.4,0.4,0.4 --pose 0.1,0.8,0.5
+    delta-description render --robot colombo2020 --out docs/images/robot_colombo2020.png
+
+Either kind of Delta: a pose is three arm angles (rad) or three carriage positions (m).
 """
 from __future__ import annotations
 
@@ -104,7 +107,8 @@ def _equal_sized(polys) -> np.ndarray:
 
 
 def default_poses(robot):
-    """Three arm-angle triples (rad) for the picture: home (mid-range) and two off-centre poses."""
+    """Three joint-position triples for the picture (arm angles in rad, or carriage positions
+    in m): home (mid-range) and two off-centre poses."""
     lo = max(p[0] for p in robot.limits.position)
     hi = min(p[1] for p in robot.limits.position)
     mid, span = 0.5 * (lo + hi), hi - lo
@@ -114,7 +118,7 @@ def default_poses(robot):
 
 
 def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None, dpi: int = 90):
-    """Draw the robot at each arm-angle triple in ``poses`` (one panel each) into ``out_png``.
+    """Draw the robot at each joint-position triple in ``poses`` (one panel each) into ``out_png``.
 
     ``robot``: preset name, robot file path or RobotParameters. The URDF is built from it
     (or given as ``urdf_xml``). Returns the output path.
@@ -124,10 +128,11 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
     import matplotlib.pyplot as plt
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-    from delta_dynamics.model import DeltaModel
+    from delta_dynamics.kinds import joint_units, model_for
 
     params = load_robot(robot)
-    model = DeltaModel(params)
+    model = model_for(params)
+    unit = joint_units(model)["position"]
     tree = KinematicTree(urdf_xml if urdf_xml is not None else robot_description(robot))
     scenes = []
     for q in poses:
@@ -144,7 +149,7 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
         # uninitialised memory and then reads it (autoscale, projection); the limits are set below
         ax.add_collection3d(Poly3DCollection(_equal_sized(polys), facecolors=colors, edgecolors="none"),
                             autolim=False)
-        X = np.array(state.position[3:6])
+        X = np.round(state.position[3:6], 3) + 0.0        # no "-0.000" in the title
         ax.plot([X[0], X[0]], [X[1], X[1]], [X[2], lo[2]], color="0.5", lw=0.8, ls=":")
         ax.set_xlim(centre[0] - half, centre[0] + half)
         ax.set_ylim(centre[1] - half, centre[1] + half)
@@ -156,7 +161,8 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
         ax.set_zlabel("z [m]", labelpad=-8)
         ax.tick_params(labelsize=6, pad=-2)
         q = state.position[:3]
-        title = titles[k] if titles else (f"q = ({q[0]:.2f}, {q[1]:.2f}, {q[2]:.2f}) rad\n"
+        f = ".2f" if unit == "rad" else ".3f"
+        title = titles[k] if titles else (f"q = ({q[0]:{f}}, {q[1]:{f}}, {q[2]:{f}}) {unit}\n"
                                           f"X = ({X[0]:.3f}, {X[1]:.3f}, {X[2]:.3f}) m")
         ax.set_title(title, fontsize=8)
     plural = "s" if len(poses) != 1 else ""
@@ -173,7 +179,8 @@ def _pose(text: str):
     except ValueError:
         q = ()
     if len(q) != 3 or not all(math.isfinite(v) for v in q):
-        raise argparse.ArgumentTypeError(f"a pose is three arm angles in rad, q1,q2,q3; got {text!r}")
+        raise argparse.ArgumentTypeError(f"a pose is three joint positions q1,q2,q3 (arm angles in rad, or "
+                                         f"carriage positions in m); got {text!r}")
     return q
 
 
@@ -181,7 +188,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--robot", default="nt_robot", help="preset name or robot file (default nt_robot)")
     p.add_argument("--out", default="docs/images/robot.png", help="PNG to write")
     p.add_argument("--pose", type=_pose, action="append",
-                   help="arm angles q1,q2,q3 in rad (repeat for several panels; default: three poses)")
+                   help="joint positions q1,q2,q3: arm angles in rad, carriage positions in m for a linear "
+                        "Delta (repeat for several panels; default: three poses)")
 
 
 def run(args) -> int:

@@ -1,5 +1,8 @@
 """Run ``delta_description/urdf/delta.urdf.xacro`` for a robot file and return the URDF text.
 
+The one xacro file serves both kinds of Delta: it reads the robot file's ``type`` and builds
+the rotary tree (``delta_rotary.xacro``) or the linear one (``delta_linear.xacro``).
+
 The robot file is validated with :func:`delta_core.robot_file.load_robot` first, so a bad
 file gives the loader's message (file, field, rule) rather than a xacro traceback; then xacro
 (the ``xacro`` Python package) reads the same file with ``xacro.load_yaml``. The equivalent
@@ -27,8 +30,15 @@ from delta_core.share import share_file
 ROS2_CONTROL_MODES = ("none", "mock", "topic")
 TOPIC_PLUGIN = "joint_state_topic_hardware_interface/JointStateTopicSystem"
 TOPIC_PLUGIN_LEGACY = "topic_based_ros2_control/TopicBasedSystem"
-#: link and fixed-joint names the xacro generates besides the movable joints
+#: link and fixed-joint names the xacro generates besides the movable joints (rotary robot)
 FIXED_NAMES = tuple(f"motor_{i}_joint" for i in (1, 2, 3)) + ("tool0_joint",)
+#: ... and for a linear robot
+FIXED_NAMES_LINEAR = tuple(f"rail_{i}_joint" for i in (1, 2, 3)) + ("tool0_joint",)
+
+
+def fixed_joint_names(robot) -> tuple:
+    """The fixed joints the xacro generates for ``robot``'s kind."""
+    return FIXED_NAMES_LINEAR if getattr(robot, "type", "rotary") == "prismatic" else FIXED_NAMES
 
 
 class DescriptionError(ValueError):
@@ -51,7 +61,7 @@ def xacro_mappings(robot_path, ros2_control: str = "none", **args) -> dict:
 
 
 def _check_names(robot: RobotParameters) -> None:
-    taken = set(passive_joint_names()) | set(FIXED_NAMES)
+    taken = set(passive_joint_names(robot)) | set(fixed_joint_names(robot))
     clash = [n for n in robot.joint_names if n in taken]
     if clash:
         raise DescriptionError(f"{robot.source or robot.name}: joint_names {clash} clash with joints "

@@ -29,7 +29,7 @@ from delta_dynamics.kinematics import elbow_positions, forward_kinematics, Unrea
 from delta_dynamics.model import DeltaModel
 
 ROOT = Path(__file__).resolve().parents[1]
-# the URDF describes rotary Deltas so far (the linear Delta's is still to come)
+# the rotary presets (the linear ones: test_linear_description.py)
 PRESETS = [p for p in list_presets() if load_robot(p).type == "rotary"]
 MODES = ("none", "mock", "topic")
 
