@@ -6,7 +6,13 @@
   target >= 2 000 000 /s (for scale: MuJoCo's own inverse-dynamics call on an equivalent
   closed-chain model of this robot takes about 2.4 us, i.e. 0.4 M samples/s, on this machine);
 * forward simulation with the fixed-step integrator at dt = 1 ms: simulated seconds per wall
-  second, target >= 50x real time for ``semi-implicit`` (``rk4`` shown for reference).
+  second, target >= 50x real time for ``semi-implicit`` (``rk4`` shown for reference);
+* the control loop's one-sample feedforward (``cartesian_state`` + ``inverse_dynamics`` from
+  the joint setpoint) called through the kind-free interface :mod:`delta_dynamics.algorithms`
+  and directly on the kind's module, interleaved round by round so that a shared machine's
+  load hits both alike: the cost of the dispatch, target <= 1 us.
+
+Works for either kind of robot (``--robot colombo2020``: a linear Delta).
 
 Each figure is the median of several rounds (the machine may be shared; run it when quiet).
 Prints a Markdown table with the machine. ``python bench/bench_dynamics.py [--robot NAME]``.
@@ -27,15 +33,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from delta_dynamics.dynamics import inverse_dynamics  # noqa: E402
-from delta_dynamics.kinematics import sample_workspace  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
-from delta_dynamics.simulate import step  # noqa: E402
+import importlib  # noqa: E402
+
+from delta_dynamics import algorithms  # noqa: E402
+from delta_dynamics.algorithms import inverse_dynamics, sample_workspace, step  # noqa: E402
+from delta_dynamics.kinds import model_for  # noqa: E402
 from delta_dynamics.trajectories import pick_place  # noqa: E402
 
 TARGET_SINGLE_US = 20.0
 TARGET_BATCH = 2_000_000
 TARGET_REALTIME = 50.0
+TARGET_DISPATCH_US = 1.0
 
 
 def states(m, n, seed=0):
@@ -76,11 +84,51 @@ def bench_batch(m, n=100_000, rounds=5):
     return n / statistics.median(times)
 
 
+def bench_dispatch(m, calls=2000, rounds=15):
+    """Median us per call of the control loop's feedforward path, (X, X_dot, X_ddot) =
+    cartesian_state(q, q_dot, q_ddot) then inverse_dynamics, through
+    :mod:`delta_dynamics.algorithms` and directly on the kind's dynamics module (the cost
+    before the robot interface), interleaved per round. Returns (direct, algorithms)."""
+    dyn = importlib.import_module(m.ops.kind.package + ".dynamics")
+    X = algorithms.workspace_centre(m)
+    q, qd, qdd = algorithms.joint_state(m, X + np.array([0.01, 0.0, 0.0]), np.array([0.1, 0.05, -0.1]),
+                                        np.array([1.0, -0.5, 0.3]))
+
+    def direct():
+        Xa, Xd, Xdd = dyn.cartesian_state(m, q, qd, qdd)
+        return dyn.inverse_dynamics(m, Xa, Xd, Xdd)
+
+    def interface():
+        Xa, Xd, Xdd = algorithms.cartesian_state(m, q, qd, qdd)
+        return algorithms.inverse_dynamics(m, Xa, Xd, Xdd)
+
+    assert np.array_equal(direct(), interface())
+    clock = time.perf_counter_ns
+    times = {direct: [], interface: []}
+    for _ in range(rounds):
+        for f in (direct, interface):
+            t0 = clock()
+            for _ in range(calls):
+                f()
+            times[f].append((clock() - t0) / calls / 1e3)
+    return statistics.median(times[direct]), statistics.median(times[interface])
+
+
+def _path(m, dt):
+    """Two pick-and-place cycles in ``m``'s workspace: the standard cycle (25 mm up, 305 mm
+    across) for a rotary robot; for a linear one scaled to its reach, at its home height."""
+    if m.kind == "rotary":
+        return pick_place(cycles=2, dt=dt)
+    X0 = algorithms.workspace_centre(m)
+    w = 0.5 * (m.R - m.r)
+    return pick_place(start=(X0[0] - 0.5 * w, X0[1], X0[2]), height=0.1 * w, width=w, cycles=2, dt=dt)
+
+
 def bench_simulation(m, method, seconds=2.0, rounds=5, dt=1e-3):
     """Simulated seconds per wall second at 1 kHz: the robot driven open loop by the
     inverse-dynamics torques of two pick-and-place cycles (restarted at the pick point every
     2.6 s, so it stays on the path however long it runs). ``step`` takes sequences of floats."""
-    traj = pick_place(cycles=2, dt=dt)
+    traj = _path(m, dt)
     tau_ff = inverse_dynamics(m, traj.X, traj.Xd, traj.Xdd).tolist()
     start = tuple(traj.X[0].tolist())                 # Python floats, not numpy scalars
     rest = (0.0, 0.0, 0.0)
@@ -108,7 +156,7 @@ def main(argv=None) -> int:
     ap.add_argument("--robot", default="nt_robot", help="robot preset or file (default: nt_robot)")
     ap.add_argument("--calls", type=int, default=20_000, help="single-sample calls per round")
     args = ap.parse_args(argv)
-    m = DeltaModel.from_robot(args.robot)
+    m = model_for(args.robot)
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(f"# delta_dynamics benchmark ({args.robot}), {datetime.date.today().isoformat()}")
@@ -119,6 +167,8 @@ def main(argv=None) -> int:
     batch = bench_batch(m)
     semi = bench_simulation(m, "semi-implicit")
     rk4 = bench_simulation(m, "rk4", seconds=1.0)
+    direct, interface = bench_dispatch(m)
+    cost = interface - direct
 
     rows = [
         ("inverse dynamics, 1 sample (median)", f"{med:.1f} µs", f"≤ {TARGET_SINGLE_US:g} µs",
@@ -129,6 +179,10 @@ def main(argv=None) -> int:
         ("forward simulation, semi-implicit, 1 kHz", f"{semi:.0f}× real time",
          f"≥ {TARGET_REALTIME:g}×", mark(semi >= TARGET_REALTIME)),
         ("forward simulation, rk4, 1 kHz (reference)", f"{rk4:.0f}× real time", "", ""),
+        ("loop feedforward, 1 sample, kind's module (direct)", f"{direct:.2f} µs", "", ""),
+        ("loop feedforward, 1 sample, delta_dynamics.algorithms", f"{interface:.2f} µs", "", ""),
+        ("  cost of the robot interface (difference)", f"{cost:+.2f} µs",
+         f"≤ {TARGET_DISPATCH_US:g} µs", mark(cost <= TARGET_DISPATCH_US)),
     ]
     w = [max(len(r[i]) for r in rows + [("what", "measured", "target", "")]) for i in range(4)]
     head = ("what", "measured", "target", "")
