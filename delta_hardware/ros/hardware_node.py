@@ -563,8 +563,13 @@ class HardwareNode(LifecycleNode):
 
 
 def _started() -> "HardwareNode":
+    import gc
     node = HardwareNode()
     node.start()
+    # the objects of the start-up (modules, the model, the drives) leave the collector's view:
+    # a full collection then walks only what the loop and the callbacks allocate since
+    gc.collect()
+    gc.freeze()
     return node
 
 
