@@ -5,10 +5,12 @@ and exits cleanly on SIGINT/SIGTERM. Ground layer: imports nothing of the other 
 from __future__ import annotations
 
 import signal
+import sys
 import time
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -75,14 +77,20 @@ class _StopOnce:
 
 def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
     """rclpy.init, build the node, spin until SIGINT/SIGTERM; 0 on a clean stop, 1 if the node
-    cannot start (e.g. a bad ``robot`` parameter; the reason is logged). ``multithreaded``
+    cannot start (e.g. a bad ``robot`` parameter; the reason is logged), 2 on bad ROS
+    arguments (an unreadable ``--params-file``: one line on stderr). ``multithreaded``
     spins a MultiThreadedExecutor (for nodes whose callbacks wait on service calls)."""
     handler = _StopOnce()
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
     node = None
     try:
-        rclpy.init(args=args)
+        try:
+            rclpy.init(args=args)
+        except RCLError as e:     # a bad --params-file or --ros-args: one line naming it, exit 2
+            why = str(e).split(", at /")[0].replace("\n", " ")
+            print(f"{name}: error: {why}", file=sys.stderr)
+            return 2
         try:
             node = node_factory()
         except (KeyboardInterrupt, ExternalShutdownException):
