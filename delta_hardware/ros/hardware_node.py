@@ -130,7 +130,7 @@ class HardwareNode(LifecycleNode):
         if len(over):
             i = int(over[0])
             raise ValueError(f"{name}[{i}] = {value[i]:g} is above {bound[i]:.4g}, the largest gain the "
-                             f"{self.loop.cfg.rate:g} Hz loop can run stably on this robot "
+                             f"{self._rate:g} Hz loop can run stably on this robot "
                              f"(docs/ros_interfaces.md, gain bounds)")
 
     # ------------------------------------------------------------------ lifecycle
@@ -153,7 +153,7 @@ class HardwareNode(LifecycleNode):
             use_sim_time = bool(self.get_parameter("use_sim_time").value)
             robot = load_robot(p["robot"])
             self.model = DeltaModel(robot)
-            rate = float(p["control_rate"])
+            rate = self._rate = float(p["control_rate"])
             self._gains_max = gain_limits(self.model, rate)
             for name in ("kp", "kd"):
                 self._check_gain(name, np.array(p[name], dtype=float))
