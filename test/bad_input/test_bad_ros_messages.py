@@ -81,7 +81,7 @@ def robot():
 
 
 def _holds_still_and_lives(robot, q0):
-    robot.wait_sim(0.3)
+    robot.wait_sim(0.15)
     assert np.abs(robot.q - q0).max() < 1e-4, "the robot moved"
     assert robot.node.proc.poll() is None, "the node died"
     assert robot.c.call(robot.get_state, GetState.Request()).current_state.label == "active"
