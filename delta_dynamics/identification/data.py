@@ -38,6 +38,7 @@ Preprocessing (:func:`preprocess`, options :class:`Preprocessing`)
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,11 +180,11 @@ MAX_RATE = 1e6
 
 
 def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 # ----------------------------------------------------------------------------- CSV
