@@ -135,6 +135,8 @@ def check_samples(n: float, what: str, fix: str) -> None:
                        f"make (MAX_SAMPLES: about 1 kB of memory each); {fix}")
 
 
+#: A position noise level (m): more than a metre is not noise on a Delta robot.
+_noise = float_in(0.0, 1.0, unit="m")
 #: Sample time of a generated trajectory.
 sample_time = float_in(MIN_DT, 10.0, unit="s", why="use a sample time of at most 10 s")
 #: A duration of a generated trajectory (or a part of it).
@@ -151,7 +153,7 @@ def smoothing(text: str):
     if text == "auto":
         return "auto"
     try:
-        return nonnegative(text)
+        return _noise(text)
     except argparse.ArgumentTypeError as e:
         raise argparse.ArgumentTypeError(f"{e} (give 'auto' or a noise level in m)") from None
 
