@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_dynamics.cli.args import finite, fmt, model_for, robot_option
+from delta_dynamics.cli.args import coordinate, float_in, fmt, model_for, robot_option
+
+#: A joint angle argument (rad): a Delta arm turns less than one turn either way.
+angle = float_in(-10.0, 10.0, unit="rad", why="a joint angle in radians")
 
 
 def cmd_ik(args) -> int:
@@ -30,14 +33,14 @@ def register(sub) -> None:
     # ik / fk
     k = sub.add_parser("ik", help="joint angles for one platform position")
     for n in ("x", "y", "z"):
-        k.add_argument(n, type=finite, metavar=n.upper(), help="m")
+        k.add_argument(n, type=coordinate, metavar=n.upper(), help="m")
     robot_option(k)
     k.add_argument("--no-limits", action="store_true", help="do not check the joint position limits")
     k.set_defaults(func=cmd_ik)
 
     f = sub.add_parser("fk", help="platform position for one set of joint angles")
     for n in ("q1", "q2", "q3"):
-        f.add_argument(n, type=finite, metavar=n.upper(), help="rad")
+        f.add_argument(n, type=angle, metavar=n.upper(), help="rad")
     robot_option(f)
     f.add_argument("--no-limits", action="store_true", help="do not check the joint position limits")
     f.set_defaults(func=cmd_fk)
