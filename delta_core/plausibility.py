@@ -76,6 +76,46 @@ BOUNDS = {
     "limits.velocity": Bound(1e-3, 1000.0, "rad/s", "an arm joint's speed"),
     "limits.acceleration": Bound(1e-3, 1e6, "rad/s^2", "an arm joint's acceleration"),
     "limits.torque": Bound(1e-6, 1e5, "N m", "an arm joint's torque after the gear"),
+    # optional full-body data (Staicu's and the multibody models; principal moments per body)
+    "mass_properties.full_body.upper_arm_inertia": Bound(0.0, 1e4, "kg m^2", "an upper arm's principal moments"),
+    "mass_properties.full_body.platform_inertia": Bound(0.0, 1e4, "kg m^2", "a platform's principal moments"),
+    "mass_properties.full_body.bar.mass": Bound(0.0, 500.0, "kg", "one bar of a forearm parallelogram"),
+    "mass_properties.full_body.bar.com_ratio": Bound(0.0, 1.0, "", "a fraction of the bar length"),
+    "mass_properties.full_body.bar.inertia": Bound(0.0, 1e4, "kg m^2", "a bar's principal moments"),
+    "mass_properties.full_body.elbow_block.mass": Bound(0.0, 500.0, "kg", "the short link at the elbow"),
+    "mass_properties.full_body.elbow_block.inertia": Bound(0.0, 1e3, "kg m^2", "a block's principal moments"),
+    "mass_properties.full_body.platform_block.mass": Bound(0.0, 500.0, "kg", "the short link at the platform"),
+    "mass_properties.full_body.platform_block.inertia": Bound(0.0, 1e3, "kg m^2", "a block's principal moments"),
+}
+
+_LINEAR = "a linear Delta robot (0.1 mm to 10 m)"
+_PER_CARRIAGE_FRICTION = "the friction of one carriage on its rail"
+
+#: The rows of a linear (prismatic) Delta's robot file: its own fields, and the shared paths
+#: whose unit differs (carriage positions in m, forces in N).
+PRISMATIC_BOUNDS = {
+    **{k: v for k, v in BOUNDS.items() if k in ("gravity", "geometry.platform_radius",
+                                                  "mass_properties.platform.mass", "mass_properties.payload.mass",
+                                                  "mass_properties.motor.rotor_inertia",
+                                                  "mass_properties.motor.torque_constant")},
+    "geometry.rail_radius": Bound(1e-4, 10.0, "m", f"the rail circle of {_LINEAR}"),
+    "geometry.rod_length": Bound(1e-4, 20.0, "m", f"a rod of {_LINEAR}"),
+    "geometry.rod_spacing": Bound(0.0, 10.0, "m", f"the rod spacing of {_LINEAR}"),
+    "geometry.rail_angles_deg": Bound(-720.0, 720.0, "deg", "a rail angle (more than two turns is a typo)"),
+    "geometry.tool_offset": Bound(-10.0, 10.0, "m", f"the tool offset of {_LINEAR}"),
+    "mass_properties.carriage.mass": Bound(0.0, 1000.0, "kg", "a carriage"),
+    "mass_properties.rod.mass": Bound(0.0, 500.0, "kg", "one rod"),
+    "mass_properties.rod.inertia": Bound(0.0, 1e4, "kg m^2", "one rod about its centre of mass"),
+    "mass_properties.motor.travel_per_revolution": Bound(1e-5, 10.0, "m", "a lead screw or belt pulley"),
+    "friction.viscous": Bound(0.0, 1e6, "N s/m", _PER_CARRIAGE_FRICTION),
+    "friction.coulomb": Bound(0.0, 1e6, "N", _PER_CARRIAGE_FRICTION),
+    "friction.stribeck.static": Bound(0.0, 1e6, "N", _PER_CARRIAGE_FRICTION),
+    "friction.stribeck.velocity": Bound(1e-6, 100.0, "m/s", "a Stribeck velocity"),
+    "friction.smoothing_velocity": Bound(0.0, 10.0, "m/s", "the smoothing of the friction sign"),
+    "limits.position": Bound(-100.0, 100.0, "m", "a carriage's travel on its rail"),
+    "limits.velocity": Bound(1e-4, 100.0, "m/s", "a carriage's speed"),
+    "limits.acceleration": Bound(1e-3, 1e5, "m/s^2", "a carriage's acceleration"),
+    "limits.force": Bound(1e-6, 1e6, "N", "a carriage's drive force"),
 }
 
 #: Applies to a numeric field without a row in :data:`BOUNDS`.
@@ -94,10 +134,11 @@ LUMPED_BOUNDS = {
 }
 
 
-def bound_for(path: str) -> Bound:
-    """The :class:`Bound` of a field (``path`` with or without a ``[k]`` index)."""
+def bound_for(path: str, table: dict | None = None) -> Bound:
+    """The :class:`Bound` of a field (``path`` with or without a ``[k]`` index) in ``table``
+    (default :data:`BOUNDS`, the rotary Delta's; :data:`PRISMATIC_BOUNDS` for a linear one)."""
     key = path.split("[", 1)[0]
-    return BOUNDS.get(key, DEFAULT_BOUND)
+    return (BOUNDS if table is None else table).get(key, DEFAULT_BOUND)
 
 
 def _fmt(v: float, unit: str) -> str:
@@ -116,14 +157,14 @@ def check_bound(bound: Bound, value: float) -> str | None:
     return None
 
 
-def why_implausible(path: str, value: float) -> str | None:
+def why_implausible(path: str, value: float, table: dict | None = None) -> str | None:
     """The plausibility rule ``value`` breaks for the field ``path``, or None."""
-    return check_bound(bound_for(path), value)
+    return check_bound(bound_for(path, table), value)
 
 
-def markdown_table() -> str:
-    """The table of :data:`BOUNDS` as ``docs/robot_file.md`` shows it."""
+def markdown_table(table: dict | None = None) -> str:
+    """The table of :data:`BOUNDS` (or ``table``) as ``docs/robot_file.md`` shows it."""
     rows = ["| field | min | max | unit | plausibility bound for |", "|---|---|---|---|---|"]
-    for path, b in BOUNDS.items():
+    for path, b in (BOUNDS if table is None else table).items():
         rows.append(f"| `{path}` | {b.lo:g} | {b.hi:g} | {b.unit or '–'} | {b.why} |")
     return "\n".join(rows)

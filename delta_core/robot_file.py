@@ -25,7 +25,7 @@ import yaml
 
 from delta_core import safe_yaml
 from delta_core.atomic_file import atomic_write_text
-from delta_core.plausibility import why_implausible
+from delta_core.plausibility import PRISMATIC_BOUNDS, why_implausible
 from delta_core.share import share_file
 from delta_core.text_input import TextInputError, read_text
 
@@ -466,8 +466,11 @@ class _Reader:
             self.fail(path, f"must be finite, got {x}")
         return x
 
+    #: the plausibility table of the robot's kind (delta_core.plausibility)
+    bounds = None
+
     def _plausible(self, path: str, x: float) -> None:
-        why = why_implausible(path, x)
+        why = why_implausible(path, x, self.bounds)
         if why:
             self.fail(path, why)
 
@@ -544,6 +547,7 @@ def parse_robot(data: Any, source: str = "") -> RobotParameters:
     """Validate the YAML structure of a robot file and build :class:`RobotParameters`."""
     r = _Reader(data, source)
     if r.get("type", "rotary") == "prismatic":
+        r.bounds = PRISMATIC_BOUNDS
         return _parse_prismatic(r)
     _check_fields(r, data, SCHEMA)
     name = r.get("name")

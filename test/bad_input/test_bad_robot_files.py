@@ -187,21 +187,24 @@ def _numeric_leaves(schema, where=""):
 
 def test_every_numeric_field_has_a_plausibility_bound():
     """A new numeric field needs its row in delta_core/plausibility.py (and in the docs)."""
+    from delta_core.robot_file import PRISMATIC_SCHEMA
     missing = [p for p in _numeric_leaves(SCHEMA) if p not in plausibility.BOUNDS]
+    missing += [p for p in _numeric_leaves(PRISMATIC_SCHEMA) if p not in plausibility.PRISMATIC_BOUNDS]
     assert not missing, f"add plausibility bounds for {missing}"
     for path, b in plausibility.BOUNDS.items():
         assert b.lo < b.hi and math.isfinite(b.lo) and math.isfinite(b.hi), path
 
 
 def test_presets_lie_well_inside_the_bounds():
-    for name in ("nt_robot", "d3s800"):
+    from delta_core.robot_file import list_presets
+    for name in list_presets():
         load_robot(name)
 
 
 def test_docs_list_the_bounds():
     from delta_core.share import share_file
     doc = (share_file("config").parent / "docs" / "robot_file.md").read_text(encoding="utf-8")
-    assert plausibility.markdown_table() in doc, \
+    assert plausibility.markdown_table() in doc and plausibility.markdown_table(plausibility.PRISMATIC_BOUNDS) in doc, \
         "docs/robot_file.md: paste delta_core.plausibility.markdown_table() into it"
 
 
