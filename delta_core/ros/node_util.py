@@ -114,6 +114,13 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        # a node may have frozen its start-up objects out of the collector (gc.freeze): give
+        # them back and collect the cycles now, while every module is intact, rather than
+        # leaving them to the interpreter's teardown (finalizers on half-destroyed objects)
+        import gc
+        node = None
+        gc.unfreeze()
+        gc.collect()
         # Python restores SIG_DFL for handled signals while the interpreter exits, so a late
         # second Ctrl-C would still kill the process (exit -2): ignore SIGINT from here on.
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -171,6 +171,12 @@ class CanopenDriveSet(DriveSet):
         """Whether every drive is ``delta-drive-sim`` (its device name, 0x1008)."""
         return bool(self.axes) and all(ax.device_name.startswith("delta-drive-sim") for ax in self.axes)
 
+    def lockstep(self) -> None:
+        """Run in simulated time with simulated drives: every read waits for the answers to
+        its SYNC for up to the heartbeat consumer time (a slow host slows the simulation;
+        only drives silent that long count as lost), instead of a fraction of a period."""
+        self.tpdo_timeout = self.cyclic.tpdo_timeout = self.cfg.heartbeat_timeout
+
     @property
     def bus_time(self) -> float:
         """SYNCs sent times the period (s): the time the drives have run through. Simulated

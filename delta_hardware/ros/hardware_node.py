@@ -187,6 +187,8 @@ class HardwareNode(LifecycleNode):
             self.loop = None
             return TransitionCallbackReturn.FAILURE
         self.owns_time = simulated and use_sim_time
+        if self.owns_time and hasattr(self.drives, "lockstep"):
+            self.drives.lockstep()                # simulated drives on the bus: wait for their answers
         self.max_step = float(p["max_command_step"])
         self.publish_desired = bool(p["publish_desired_state"])
         self._failure = ""
