@@ -27,7 +27,8 @@ def test_launch_file_compiles(path, tmp_path):
 
 def test_params_file_has_a_section_per_node():
     data = yaml.safe_load((ROOT / "config" / "delta.yaml").read_text())
-    assert set(data) == {"delta_hardware", "delta_dynamics", "delta_state", "delta_identification"}
+    # "/**/<node>": the section applies to the node in any namespace
+    assert set(data) == {f"/**/{n}" for n in ("delta_hardware", "delta_dynamics", "delta_state", "delta_identification")}
     for section in data.values():
         assert isinstance(section["ros__parameters"], dict)
         load_robot(section["ros__parameters"]["robot"])
