@@ -305,6 +305,10 @@ class FollowJointTrajectoryServer:
             _, prepared = self._prepared.pop(id(handle.request), (None, None))
         try:
             return self._run(handle, prepared)
+        except Exception:                     # noqa: BLE001 - the context went down under us (SIGINT)
+            if self.node.context.ok() and not self._closing:
+                raise
+            return Result(error_code=Result.INVALID_GOAL, error_string="the hardware node is shutting down")
         finally:
             with self._cv:
                 self._executing -= 1
@@ -334,6 +338,8 @@ class FollowJointTrajectoryServer:
         period = 1.0 / float(node.get_parameter("action_monitor_rate").value)
         try:
             while True:
+                if not node.context.ok():                   # SIGINT: rclpy shut the context down
+                    return Result(error_code=Result.INVALID_GOAL, error_string="the hardware node is shutting down")
                 if self._closing or not node._active():
                     return self._finish(handle, Result.INVALID_GOAL, "the hardware node stopped (shutdown or "
                                         "deactivated)")
