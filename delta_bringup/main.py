@@ -97,7 +97,7 @@ def parse_args(argv):
         args.sim_time = args.hardware != "canopen"
     if args.demo and args.hardware == "canopen":
         ap.error("--demo runs on the simulated robot (--hardware sim)")
-    from delta_core.ros.node_util import check_namespace, check_prefix
+    from delta_core.ros.names import check_namespace, check_prefix
     try:
         args.namespace = check_namespace(args.namespace)
         if args.prefix is not None:
