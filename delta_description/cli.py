@@ -3,6 +3,7 @@
     delta-description urdf --robot nt_robot [--ros2-control none|mock|topic] [-o robot.urdf]
     delta-description check --robot d3s800 [--ros2-control mock] [--urdf robot.urdf]
     delta-description controllers --robot my_robot.yaml      # ros2_controllers.yaml for its joints
+    delta-description moveit --robot nt_robot --out moveit/ [--prefix r1_]   # MoveIt 2 configuration
     delta-description render --robot nt_robot --out docs/images/robot.png
 
 ``--robot`` takes a preset name (``config/robots/<name>.yaml``) or a robot file path. Exit codes:
@@ -93,6 +94,18 @@ def cmd_controllers(args) -> int:
     return 0
 
 
+def cmd_moveit(args) -> int:
+    from delta_core.ros.names import check_prefix
+    from delta_description.moveit_config import write_moveit_config
+    try:
+        check_prefix(args.prefix)
+    except ValueError as e:
+        raise DescriptionError(f"--prefix: {e}") from None
+    for path in write_moveit_config(load_robot(args.robot), args.out, args.prefix):
+        print(path)
+    return 0
+
+
 def cmd_render(args) -> int:
     from delta_description.render import run
     return run(args)
@@ -130,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("controllers", help="print ros2_controllers.yaml for the robot's joint names")
     robot_opts(s, urdf_opts=False)
     s.set_defaults(func=cmd_controllers)
+
+    s = sub.add_parser("moveit", help="write the MoveIt 2 configuration (SRDF, joint_limits, kinematics, "
+                                      "moveit_controllers) for the robot file")
+    robot_opts(s, urdf_opts=False)
+    s.add_argument("--out", required=True, help="folder to write into (created if missing)")
+    s.add_argument("--prefix", default="", help="joint and frame name prefix (e.g. r1_), as the launch's prefix:=")
+    s.set_defaults(func=cmd_moveit)
 
     from delta_description.render import add_arguments
     s = sub.add_parser("render", help="draw the URDF at a few poses into a PNG (matplotlib)")

@@ -1,6 +1,12 @@
-"""Small pieces shared by the stack's rclpy nodes: the ``robot`` parameter's descriptor, QoS
-profiles, per-kind throttled warnings for dropped messages, and a ``main`` that spins a node
+"""Small pieces shared by the stack's rclpy nodes: the ``robot`` and ``prefix`` parameters,
+QoS profiles, per-kind throttled warnings for dropped messages, and a ``main`` that spins a node
 and exits cleanly on SIGINT/SIGTERM. Ground layer: imports nothing of the other packages.
+
+Names (:mod:`delta_core.ros.names`, ``docs/ros_interfaces.md``, "Namespaces and prefixes"): every topic of the stack is
+relative to the node's namespace (``joint_states``, ``diagnostics``, ``delta/...``) or private
+(``~/...``); only ``/clock`` is absolute, and a namespaced stack remaps it to ``<ns>/clock``.
+The ``prefix`` parameter (joint and frame name prefix, e.g. ``r1_``) is added to every joint
+name a node publishes and must be on every joint name it receives.
 """
 from __future__ import annotations
 
@@ -13,6 +19,9 @@ from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy._rclpy_pybind11 import RCLError
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from delta_core.ros.names import (add_prefix, check_namespace, check_prefix, clock_remap,  # noqa: F401
+                                  strip_prefix)
 
 DEFAULT_ROBOT = "nt_robot"
 
@@ -30,6 +39,16 @@ def robot_descriptor(extra: str = "") -> ParameterDescriptor:
         type=ParameterType.PARAMETER_STRING,
         description="robot preset name (config/robots/<name>.yaml) or robot file path" + extra)
 
+
+def prefix_descriptor() -> ParameterDescriptor:
+    return ParameterDescriptor(type=ParameterType.PARAMETER_STRING, read_only=True, description=(
+        "joint and frame name prefix (e.g. r1_): added to every joint name published, required on every "
+        "joint name received"))
+
+
+def declare_prefix(node) -> str:
+    """Declare the read-only ``prefix`` parameter on ``node``; its checked value."""
+    return check_prefix(node.declare_parameter("prefix", "", prefix_descriptor()).value)
 
 
 class DropLog:
