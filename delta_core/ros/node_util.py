@@ -83,13 +83,26 @@ class _StopOnce:
     shutdown: the first signal raises KeyboardInterrupt in the main thread (as Python's default
     SIGINT handler does, so the spin ends even if the executor is asleep), later ones are ignored so
     that a second Ctrl-C (``ros2 launch`` and the terminal both send one) cannot interrupt the
-    cleanup."""
+    cleanup. While ``deferred`` (the node is being built: an exception in the middle of its
+    constructor would leave a half-built node nobody destroys), it only remembers the signal;
+    :meth:`release` raises it once the node exists."""
 
     def __init__(self):
         self.stopping = False
+        self.deferred = False
+        self.pending = False
 
     def __call__(self, signum, frame):
-        if not self.stopping:
+        if self.deferred:
+            self.pending = True
+        elif not self.stopping:
+            self.stopping = True
+            raise KeyboardInterrupt
+
+    def release(self):
+        """Stop deferring; raise KeyboardInterrupt if a signal came meanwhile."""
+        self.deferred = False
+        if self.pending and not self.stopping:
             self.stopping = True
             raise KeyboardInterrupt
 
@@ -102,7 +115,7 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
     handler = _StopOnce()
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
-    node = None
+    node = executor = None
     try:
         try:
             rclpy.init(args=args)
@@ -110,18 +123,21 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
             why = str(e).split(", at /")[0].replace("\n", " ")
             print(f"{name}: error: {why}", file=sys.stderr)
             return 2
+        handler.deferred = True
         try:
             node = node_factory()
-        except (KeyboardInterrupt, ExternalShutdownException):
+        except ExternalShutdownException:
             return 0
         except Exception as e:  # noqa: BLE001 - a node that cannot start says why and exits 1
             rclpy.logging.get_logger(name).fatal(f"cannot start: {e}")
             return 1
-        if multithreaded:
-            from rclpy.executors import MultiThreadedExecutor
-            rclpy.spin(node, executor=MultiThreadedExecutor())
-        else:
-            rclpy.spin(node)
+        handler.release()
+        # an executor of our own (not rclpy's global one, which would keep the node alive
+        # until the interpreter's teardown)
+        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+        executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
@@ -130,6 +146,11 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
         # shut down by a signal while taking a message: rclpy may then fail on a finalised handle
     finally:
         handler.stopping = True
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
+            if node is not None:
+                executor.remove_node(node)
+            executor = None
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
