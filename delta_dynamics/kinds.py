@@ -53,6 +53,7 @@ class Kind:
     package: str               # package holding kinematics, dynamics, simulate
     identification: str        # "module:function" (key, stribeck) -> ParameterSet
     robot_update: str          # "module:function" (robot, params) -> (robot, notes)
+    lumped_bounds: str         # "module:NAME" of the plausibility bounds of its lumped parameters, by kind
     units: dict = field(default_factory=dict)
 
 
@@ -73,13 +74,13 @@ KINDS = {
                    "delta_dynamics",
                    "delta_dynamics.identification.regressors:parameter_set",
                    "delta_dynamics.identification.robot_update:physical_from_lumped",
-                   _ROTARY_UNITS),
+                   "delta_core.plausibility:LUMPED_BOUNDS", _ROTARY_UNITS),
     "prismatic": Kind("prismatic", "delta_dynamics.prismatic.model:PrismaticDeltaModel",
                       "delta_dynamics.prismatic.model:PrismaticParameters",
                       "delta_dynamics.prismatic",
                       "delta_dynamics.prismatic.identification:parameter_set_for",
                       "delta_dynamics.prismatic.identification:physical_from_lumped",
-                      _PRISMATIC_UNITS),
+                      "delta_core.plausibility:PRISMATIC_LUMPED_BOUNDS", _PRISMATIC_UNITS),
 }
 
 
@@ -92,8 +93,9 @@ class KindTable:
     """The implementation of every :data:`INTERFACE` function for one kind, as attributes
     (``table.inverse_dynamics(m, X, Xd, Xdd)``), plus ``kind`` (:class:`Kind`), ``units``,
     ``parameter_names``, ``parameters`` (the lumped-parameter class), ``parameter_set``,
-    ``physical_from_lumped`` and ``update_assumptions`` (what the latter holds fixed). Built
-    once per kind (:func:`table`)."""
+    ``physical_from_lumped``, ``update_assumptions`` (what the latter holds fixed) and
+    ``lumped_bounds`` (plausibility bounds of the lumped parameters by kind of parameter).
+    Built once per kind (:func:`table`)."""
 
     def __init__(self, kind: Kind):
         self.kind = kind
@@ -113,7 +115,8 @@ class KindTable:
         self.model_class = _resolve(kind.model)
         self.parameters = _resolve(kind.parameters)
         self._lazy = {"parameter_set": kind.identification, "physical_from_lumped": kind.robot_update,
-                      "update_assumptions": kind.robot_update.partition(":")[0] + ":ASSUMPTIONS"}
+                      "update_assumptions": kind.robot_update.partition(":")[0] + ":ASSUMPTIONS",
+                      "lumped_bounds": kind.lumped_bounds}
 
     def __getattr__(self, name):
         # identification pieces import the pipeline's modules: resolved on first use only

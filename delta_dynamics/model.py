@@ -128,6 +128,13 @@ def _identified_parameters(robot: RobotParameters) -> "DynamicParameters | None"
         raise RobotFileError(f"{where}: values and static must be numbers") from None
     if v.shape != (14,) or static.shape != (3,) or not (np.isfinite(v).all() and np.isfinite(static).all()):
         raise RobotFileError(f"{where}: need 14 finite values and 3 finite static torques")
+    from delta_core.plausibility import LUMPED_BOUNDS, check_bound
+    kinds = ["mass", "mass"] + ["inertia"] * 3 + ["moment"] * 3 + ["viscous"] * 3 + ["coulomb"] * 3
+    for name, kind, x in [*zip(PARAMETER_NAMES, kinds, v), *((f"static_{j + 1}", "coulomb", x)
+                                                              for j, x in enumerate(static))]:
+        why = check_bound(LUMPED_BOUNDS[kind], x)
+        if why:
+            raise RobotFileError(f"{where}: {name} {why}")
     f = robot.friction
     return DynamicParameters.from_vector(v, static=tuple(static.tolist()), stribeck_velocity=f.stribeck_velocity,
                                          smoothing_velocity=f.smoothing_velocity)

@@ -168,5 +168,6 @@ def simulate_adaptive(m, X0, Xd0, t, tau: Callable | np.ndarray, method: str = "
     y0 = np.concatenate((np.asarray(X0, dtype=float), np.asarray(Xd0, dtype=float)))
     sol = solve_ivp(rhs, (t[0], t[-1]), y0, method=method, t_eval=t, rtol=rtol, atol=atol)
     if not sol.success:
-        raise RuntimeError(f"forward simulation failed at t = {sol.t[-1]:.6g} s: {sol.message}")
+        at = sol.t[-1] if len(sol.t) else t[0]      # t_eval: empty when the first step fails
+        raise RuntimeError(f"forward simulation failed at t = {at:.6g} s: {sol.message}")
     return sol.y[:3].T, sol.y[3:].T

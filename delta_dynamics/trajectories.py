@@ -279,11 +279,19 @@ def pick_place(start=(-0.1525, 0.0, -0.8), height: float = 0.025, width: float =
     Xdd = np.zeros_like(X)
     ez = np.array([0.0, 0.0, 1.0])
 
+    after = np.zeros((len(t) + 1, 3))        # offsets of the finished profiles, as steps
+
     def add(t0, T, vec):
-        s, s1, s2 = smoothstep7((t - t0) / T)
-        X[:] += s[:, None] * vec
-        Xd[:] += (s1 / T)[:, None] * vec
-        Xdd[:] += (s2 / T ** 2)[:, None] * vec
+        # s = 0 before t0 and s = 1 (s' = s'' = 0) after t0 + T: only the window is computed,
+        # the finished profile's offset is a step (summed once at the end), so the cost
+        # grows with the number of samples, not with samples times cycles
+        i0 = int(np.searchsorted(t, t0, side="left"))
+        i1 = int(np.searchsorted(t, t0 + T, side="right"))
+        s, s1, s2 = smoothstep7((t[i0:i1] - t0) / T)
+        X[i0:i1] += s[:, None] * vec
+        Xd[i0:i1] += (s1 / T)[:, None] * vec
+        Xdd[i0:i1] += (s2 / T ** 2)[:, None] * vec
+        after[i1] += vec
 
     for k in range(2 * cycles):
         t0 = k * leg
@@ -291,6 +299,7 @@ def pick_place(start=(-0.1525, 0.0, -0.8), height: float = 0.025, width: float =
         add(t0, lift_time, height * ez)
         add(t0 + t_move0, move_time, sgn * width * dvec)
         add(t0 + t_down0, lift_time, -height * ez)
+    X += np.cumsum(after[:-1], axis=0)
     return Trajectory(t, X, Xd, Xdd)
 
 

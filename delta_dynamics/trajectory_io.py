@@ -13,7 +13,9 @@ extra columns are ignored):
   and the efforts carriage forces, written as ``f1,f2,f3`` (N).
 
 Blank lines and lines starting with ``#`` are skipped (line numbers still count them). Times
-must increase strictly. Every problem raises :class:`CsvError` naming the file, the line
+must increase strictly. A file may have at most :data:`~delta_dynamics.limits.MAX_SAMPLES`
+data rows (1000 s at 1 kHz) and lines of at most 64 kB; it is read in blocks, so memory stays
+near twice the parsed arrays. Every problem raises :class:`CsvError` naming the file, the line
 and the column, e.g. ``traj.csv:7: column 'x': not a number: 'abc'``. Numbers are written
 with Python's shortest round-trip repr, so reading a written file gives the same floats.
 Writes are atomic (temporary file + rename): on any error the target is left untouched.
@@ -29,7 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from delta_core.atomic_file import atomic_write_text
+from delta_core.atomic_file import atomic_write_chunks
+from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
+from delta_dynamics.limits import MAX_SAMPLES
 from delta_dynamics.trajectories import Trajectory
 
 TRAJECTORY_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "xdd", "ydd", "zdd")
@@ -85,74 +89,38 @@ class CsvTable:
 # ----------------------------------------------------------------------------- reading
 
 def read_csv(path: str | os.PathLike, required, optional=(), min_rows: int = 1,
-             increasing: str | None = "t") -> CsvTable:
+             increasing: str | None = "t", max_rows: int = MAX_SAMPLES) -> CsvTable:
     """Read the ``required`` (and, if present, ``optional``) numeric columns of a CSV file.
 
     Raises :class:`CsvError` for a missing header or column, a duplicate column name, a row
     with the wrong number of fields, an empty, non-numeric or non-finite value, fewer than
-    ``min_rows`` data rows or (``increasing``) a column that does not increase strictly;
-    OSError if the file cannot be read.
+    ``min_rows`` or more than ``max_rows`` data rows, (``increasing``) a column that does not
+    increase strictly, a line longer than 64 kB or text that is not UTF-8; OSError if the
+    file cannot be read.
+
+    The file is read a block of lines at a time (:func:`delta_core.text_input.iter_line_blocks`)
+    and each block parsed by numpy's C parser into arrays (the exact per-cell messages come
+    from a second, Python pass over a block that numpy refuses), so memory stays near twice
+    the parsed arrays whatever the file's size.
     """
     name = os.fspath(path)
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        text = f.read()
-    header = None
-    header_line = 0
-    wanted: dict[str, int] = {}
-    values: dict[str, list] = {}
-    lines: list[int] = []
-    width = 0
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        s = raw.strip()
-        if not s or s.startswith("#"):
-            continue
-        fields = [c.strip() for c in s.split(",")]
-        if header is None:
-            header = tuple(fields)
-            header_line = lineno
-            width = len(header)
-            for k, col in enumerate(header):
-                if not col:
-                    raise CsvError(f"{name}:{lineno}: header field {k + 1} is empty "
-                                   f"(header: {s})", name, lineno)
-                if header.index(col) != k:
-                    raise CsvError(f"{name}:{lineno}: column '{col}' appears twice in the header",
-                                   name, lineno, col)
-            missing = [c for c in required if c not in header]
-            if missing:
-                raise CsvError(
-                    f"{name}:{lineno}: missing column{'s' if len(missing) > 1 else ''} "
-                    f"{', '.join(repr(c) for c in missing)} (the header has {', '.join(header)}; "
-                    f"needed: {', '.join(required)})", name, lineno, missing[0])
-            wanted = {c: header.index(c) for c in (*required, *optional) if c in header}
-            values = {c: [] for c in wanted}
-            continue
-        if len(fields) != width:
-            if len(fields) < width:
-                col = header[len(fields)]
-                raise CsvError(f"{name}:{lineno}: column '{col}' is missing: the row has "
-                               f"{len(fields)} fields, the header {width}", name, lineno, col)
-            raise CsvError(f"{name}:{lineno}: the row has {len(fields)} fields, the header only "
-                           f"{width} (field {width + 1} has no column name)", name, lineno)
-        for col, k in wanted.items():
-            cell = fields[k]
-            try:
-                v = float(cell)
-            except ValueError:
-                why = "empty value" if not cell else f"not a number: {cell!r}"
-                raise CsvError(f"{name}:{lineno}: column '{col}': {why}", name, lineno, col) from None
-            if not math.isfinite(v):
-                raise CsvError(f"{name}:{lineno}: column '{col}': not a finite number: {cell!r}",
-                               name, lineno, col)
-            values[col].append(v)
-        lines.append(lineno)
-    if header is None:
+    state = _CsvState(name, tuple(required), tuple(optional))
+    try:
+        for first, block in iter_line_blocks(path):
+            state.add_block(first, block, max_rows)
+    except TextInputError as e:
+        raise CsvError(str(e), name, e.line) from None
+    if state.header is None:
         raise CsvError(f"{name}: empty file: expected a header line naming the columns "
                        f"({', '.join(required)})", name)
-    if len(lines) < min_rows:
-        raise CsvError(f"{name}: {len(lines)} data row{'s' if len(lines) != 1 else ''}, "
+    n = state.rows
+    if n < min_rows:
+        raise CsvError(f"{name}: {n} data row{'s' if n != 1 else ''}, "
                        f"need at least {min_rows}", name)
-    columns = {c: np.asarray(v, dtype=float) for c, v in values.items()}
+    columns = {c: (np.concatenate([b[:, j] for b in state.blocks]) if state.blocks else np.empty(0))
+               for j, c in enumerate(state.wanted)}
+    lines = np.concatenate(state.lines) if state.lines else np.empty(0, dtype=np.int64)
+    state.blocks.clear()
     if increasing is not None and increasing in columns:
         t = columns[increasing]
         bad = np.flatnonzero(np.diff(t) <= 0)
@@ -160,8 +128,102 @@ def read_csv(path: str | os.PathLike, required, optional=(), min_rows: int = 1,
             k = int(bad[0]) + 1
             raise CsvError(f"{name}:{lines[k]}: column '{increasing}': {float(t[k])!r} is not after the "
                            f"previous row's {float(t[k - 1])!r} (times must increase strictly)",
-                           name, lines[k], increasing)
-    return CsvTable(name, header, columns, np.asarray(lines, dtype=int), header_line)
+                           name, int(lines[k]), increasing)
+    return CsvTable(name, state.header, columns, lines, state.header_line)
+
+
+class _CsvState:
+    """What :func:`read_csv` has read so far: the header, then blocks of parsed rows."""
+
+    def __init__(self, name, required, optional):
+        self.name, self.required, self.optional = name, required, optional
+        self.header = None
+        self.header_line = 0
+        self.width = 0
+        self.wanted: dict[str, int] = {}
+        self.blocks: list = []          # (n, len(wanted)) float arrays
+        self.lines: list = []           # (n,) line numbers
+        self.rows = 0
+
+    def _set_header(self, lineno, s):
+        name = self.name
+        fields = [c.strip() for c in s.split(",")]
+        header = tuple(fields)
+        for k, col in enumerate(header):
+            if not col:
+                raise CsvError(f"{name}:{lineno}: header field {k + 1} is empty "
+                               f"(header: {s})", name, lineno)
+            if header.index(col) != k:
+                raise CsvError(f"{name}:{lineno}: column '{col}' appears twice in the header",
+                               name, lineno, col)
+        missing = [c for c in self.required if c not in header]
+        if missing:
+            raise CsvError(
+                f"{name}:{lineno}: missing column{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(repr(c) for c in missing)} (the header has {', '.join(header)}; "
+                f"needed: {', '.join(self.required)})", name, lineno, missing[0])
+        self.header, self.header_line, self.width = header, lineno, len(header)
+        self.wanted = {c: header.index(c) for c in (*self.required, *self.optional) if c in header}
+
+    def add_block(self, first, block, max_rows):
+        rows, nums = data_lines(first, block)
+        if rows and self.header is None:
+            self._set_header(nums[0], rows[0].strip())
+            rows, nums = rows[1:], nums[1:]
+        if not rows:
+            return
+        if self.rows + len(rows) > max_rows:
+            k = max_rows - self.rows
+            raise CsvError(f"{self.name}:{nums[k]}: more than {max_rows} data rows (the limit, "
+                           "MAX_SAMPLES in delta_dynamics/limits.py): split the file or decimate it",
+                           self.name, nums[k])
+        cols = list(self.wanted.values())
+        arr = None
+        if field_counts_equal(rows, self.width):
+            try:
+                arr = np.loadtxt(rows, delimiter=",", usecols=cols, dtype=float, ndmin=2,
+                                 comments=None, quotechar=None)
+            except ValueError:
+                arr = None
+            if arr is not None and not np.isfinite(arr).all():
+                arr = None                  # the Python pass names the first one
+        if arr is None or arr.shape != (len(rows), len(cols)):
+            arr = self._parse_slowly(rows, nums)
+        self.blocks.append(arr)
+        self.lines.append(np.arange(nums.start, nums.stop) if isinstance(nums, range)
+                          else np.asarray(nums, dtype=np.int64))
+        self.rows += len(rows)
+
+    def _parse_slowly(self, rows, nums):
+        """The rows one value at a time: the first problem raises CsvError naming it."""
+        name, width, header = self.name, self.width, self.header
+        out = np.empty((len(rows), len(self.wanted)))
+        for r, (s, lineno) in enumerate(zip(rows, nums)):
+            fields = [c.strip() for c in s.split(",")]
+            if len(fields) != width:
+                if len(fields) < width:
+                    col = header[len(fields)]
+                    raise CsvError(f"{name}:{lineno}: column '{col}' is missing: the row has "
+                                   f"{len(fields)} fields, the header {width}", name, lineno, col)
+                raise CsvError(f"{name}:{lineno}: the row has {len(fields)} fields, the header only "
+                               f"{width} (field {width + 1} has no column name)", name, lineno)
+            for j, (col, k) in enumerate(self.wanted.items()):
+                cell = fields[k]
+                try:
+                    v = float(cell)
+                except ValueError:
+                    why = "empty value" if not cell else f"not a number: {_quote(cell)}"
+                    raise CsvError(f"{name}:{lineno}: column '{col}': {why}", name, lineno, col) from None
+                if not math.isfinite(v):
+                    raise CsvError(f"{name}:{lineno}: column '{col}': not a finite number: {cell!r}",
+                                   name, lineno, col)
+                out[r, j] = v
+        return out
+
+
+def _quote(cell: str, limit: int = 40) -> str:
+    """``repr`` of a cell, cut to ``limit`` characters (a binary file's line is long)."""
+    return repr(cell) if len(cell) <= limit else f"{cell[:limit]!r}... ({len(cell)} characters)"
 
 
 def estimate_noise(x) -> float:
@@ -207,12 +269,13 @@ def derivatives_from_positions(t, X, smoothing="auto"):
         sigma = estimate_noise(X[:, a]) if smoothing == "auto" else smoothing
         if sigma < NOISE_FLOOR:
             sigma = 0.0
-        with warnings.catch_warnings():
-            # FITPACK warns when it cannot meet s exactly; the returned spline is still fine
+        with warnings.catch_warnings(), np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            # FITPACK warns when it cannot meet s exactly; the returned spline is still fine.
+            # Overflow (time steps of 1e-300 s) gives non-finite values that read_trajectory names
             warnings.simplefilter("ignore", UserWarning)
             spline = UnivariateSpline(t, X[:, a], k=k, s=len(t) * sigma * sigma)
-        Xd[:, a] = spline.derivative(1)(t)
-        Xdd[:, a] = spline.derivative(2)(t)
+            Xd[:, a] = spline.derivative(1)(t)
+            Xdd[:, a] = spline.derivative(2)(t)
         sigmas.append(sigma)
     return Xd, Xdd, tuple(sigmas)
 
@@ -246,6 +309,12 @@ def read_trajectory(path: str | os.PathLike, smoothing="auto") -> TrajectoryFile
                        f"{','.join(TRAJECTORY_COLUMNS)} or only t,x,y,z (derivatives are then "
                        f"computed)", name, table.header_line, missing[0])
     Xd, Xdd, sig = derivatives_from_positions(t, X, smoothing)
+    bad = ~(np.isfinite(Xd).all(axis=1) & np.isfinite(Xdd).all(axis=1))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise CsvError(f"{table.where(k)}: the velocity and acceleration derived from the positions are "
+                       f"not finite (time steps down to {float(np.diff(t).min()):.3g} s are too short)",
+                       name, int(table.lines[k]))
     return TrajectoryFile(Trajectory(t, X, Xd, Xdd), table, derived=True, smoothing=sig)
 
 
@@ -264,13 +333,20 @@ class JointData:
 
 
 def _effort_header(path) -> str:
-    """``tau`` or ``f``: the effort columns a joint-data file's header names (``tau`` if neither)."""
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        for raw in f:
-            s = raw.strip()
-            if s and not s.startswith("#"):
-                cols = {c.strip() for c in s.split(",")}
-                return "f" if {"f1", "f2", "f3"} <= cols and "tau1" not in cols else "tau"
+    """``tau`` or ``f``: the effort columns a joint-data file's header names (``tau`` if neither,
+    or if the header cannot be read: :func:`read_csv` then says why)."""
+    try:
+        with open(path, "rb") as f:
+            for _ in range(100_000):
+                raw = f.readline(65536)
+                if not raw:
+                    break
+                s = raw.decode("utf-8", "replace").lstrip("\ufeff").strip()
+                if s and not s.startswith("#"):
+                    cols = {c.strip() for c in s.split(",")}
+                    return "f" if {"f1", "f2", "f3"} <= cols and "tau1" not in cols else "tau"
+    except OSError:
+        pass
     return "tau"
 
 
@@ -303,24 +379,39 @@ def read_joint_data(path: str | os.PathLike, min_rows: int = 2, effort: str | No
 
 # ----------------------------------------------------------------------------- writing
 
-def format_csv(header, data) -> str:
-    """CSV text: one header line, then the rows of ``data`` (N, len(header)) as shortest
-    round-trip decimals."""
+def iter_csv(header, data, rows: int = 8192):
+    """CSV text in pieces of ``rows`` rows: the header line, then the rows of ``data``
+    (N, len(header)) as shortest round-trip decimals. Checks shape and finiteness first."""
     data = np.asarray(data, dtype=float)
     if data.ndim != 2 or data.shape[1] != len(header):
         raise ValueError(f"data must have shape (N, {len(header)}), got {data.shape}")
-    if not np.isfinite(data).all():
-        row = int(np.argmin(np.isfinite(data).all(axis=1)))
+    finite = np.isfinite(data).all(axis=1)
+    if not finite.all():
+        row = int(np.argmin(finite))
         raise ValueError(f"refusing to write non-finite values (row {row + 1}: {data[row].tolist()})")
-    out = [",".join(header)]
-    out.extend(",".join(map(repr, row)) for row in (data + 0.0).tolist())   # + 0.0: no "-0.0"
-    out.append("")
-    return "\n".join(out)
+    yield ",".join(header) + "\n"
+    for a in range(0, len(data), rows):
+        block = (data[a:a + rows] + 0.0).tolist()           # + 0.0: no "-0.0"
+        yield "".join(",".join(map(repr, row)) + "\n" for row in block)
+
+
+def format_csv(header, data) -> str:
+    """CSV text: one header line, then the rows of ``data`` (N, len(header)) as shortest
+    round-trip decimals."""
+    return "".join(iter_csv(header, data))
 
 
 def write_csv(path: str | os.PathLike, header, data) -> Path:
-    """Write ``data`` under ``header`` atomically (see :func:`format_csv`)."""
-    return atomic_write_text(path, format_csv(header, data))
+    """Write ``data`` under ``header`` atomically, a few thousand rows at a time (memory: one
+    piece of text, not the whole file; see :func:`iter_csv`)."""
+    pieces = iter_csv(header, data)
+    next_piece = next(pieces)          # shape and finiteness checked before the file is touched
+    return atomic_write_chunks(path, _chain(next_piece, pieces))
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
 
 
 def write_trajectory(path: str | os.PathLike, traj: Trajectory) -> Path:

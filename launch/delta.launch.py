@@ -21,10 +21,13 @@ Processes (topics: ``docs/ros_interfaces.md``):
 
 Arguments besides those of ``description.launch.py`` (``robot``, ``params_file``,
 ``launch_rviz``, ``rviz_config``, ``use_robot_state_publisher``, ``use_state_node``):
-``hardware`` (``sim`` | ``canopen``), ``can_interface``, ``can_channel`` (empty: the params
+``hardware`` (``sim``, also ``mock`` | ``canopen``), ``can_interface``, ``can_channel`` (empty: the params
 file's or the node's default), ``use_sim_time`` (``auto``: true with the simulated drives, whose
 node then publishes ``/clock``), ``real_time_factor``, ``plant`` (``explicit`` | ``multibody`` |
 ``mujoco``), ``use_ros2_control``, ``controllers_file``, ``launch_identification``.
+``namespace`` and ``prefix`` (from description.launch.py) apply to every node: two stacks run
+side by side with ``namespace:=r1 prefix:=r1_`` and ``namespace:=r2 prefix:=r2_``, each on its
+own ``<namespace>/clock`` in simulated time.
 The robot file is resolved once here and given to every node (and the URDF) as an absolute path;
 ``robot:=`` and ``hardware:=`` / ``can_*:=`` override the params file.
 """
@@ -42,8 +45,8 @@ PACKAGE = 'delta_robot'
 description = load_python_launch_file_as_module(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), 'description.launch.py'))
 
-HARDWARE = ('sim', 'canopen')
-JOINT_STATE_BROADCASTER_TOPIC = '/delta/ros2_control/joint_states'
+HARDWARE = ('sim', 'mock', 'canopen')              # mock: ros2_control's name for the simulated drives
+JOINT_STATE_BROADCASTER_TOPIC = 'delta/ros2_control/joint_states'
 
 
 def hardware_overrides(context):
@@ -78,17 +81,20 @@ def ros2_control_nodes(context):
     controllers = LaunchConfiguration('controllers_file').perform(context)
     if not os.path.isfile(controllers):
         raise RuntimeError(f"controllers_file {controllers!r}: no such file")
-    spawner_args = ['--controller-manager', '/controller_manager', '--param-file', controllers]
+    ns = description.namespace(context)
+    clock = description.clock_remappings(context)
+    spawner_args = ['--controller-manager', f'{ns}/controller_manager', '--param-file', controllers]
+    broadcaster = JOINT_STATE_BROADCASTER_TOPIC if not ns else f'{ns}/{JOINT_STATE_BROADCASTER_TOPIC}'
     return [
         # Jazzy: the controller manager takes the URDF from robot_state_publisher's topic
-        Node(package='controller_manager', executable='ros2_control_node', output='screen',
+        Node(package='controller_manager', executable='ros2_control_node', output='screen', namespace=ns,
              parameters=[controllers],
-             remappings=[('~/robot_description', '/robot_description')]),
-        Node(package='controller_manager', executable='spawner', output='screen',
+             remappings=[('~/robot_description', f'{ns}/robot_description'), *clock]),
+        Node(package='controller_manager', executable='spawner', output='screen', namespace=ns,
              arguments=['joint_state_broadcaster', *spawner_args, '--controller-ros-args',
-                        f'-r joint_states:={JOINT_STATE_BROADCASTER_TOPIC}']),
-        Node(package='controller_manager', executable='spawner', output='screen',
-             arguments=['joint_trajectory_controller', *spawner_args]),
+                        f'-r joint_states:=/{broadcaster.lstrip("/")}'], remappings=clock),
+        Node(package='controller_manager', executable='spawner', output='screen', namespace=ns,
+             arguments=['joint_trajectory_controller', *spawner_args], remappings=clock),
     ]
 
 
@@ -100,15 +106,18 @@ def launch_setup(context):
     use_sim_time = sim_time(context, hw.get('hardware', description.params_file_value(
         context, 'delta_hardware', 'hardware', 'sim')))
     params = lambda **kw: description.node_parameters(context, robot, use_sim_time=use_sim_time, **kw)  # noqa: E731
+    ns = description.namespace(context)
+    clock = description.clock_remappings(context)
     actions = [
-        Node(package=PACKAGE, executable='delta-hardware-node', name='delta_hardware', output='screen',
-             parameters=params(**hw)),
-        Node(package=PACKAGE, executable='delta-dynamics-node', name='delta_dynamics', output='screen',
-             parameters=params()),
+        Node(package=PACKAGE, executable='delta-hardware-node', name='delta_hardware', namespace=ns,
+             output='screen', parameters=params(**hw), remappings=clock),
+        Node(package=PACKAGE, executable='delta-dynamics-node', name='delta_dynamics', namespace=ns,
+             output='screen', parameters=params(), remappings=clock),
     ]
     if description.flag(context, 'launch_identification'):
         actions.append(Node(package=PACKAGE, executable='delta-identification-node',
-                            name='delta_identification', output='screen', parameters=params()))
+                            name='delta_identification', namespace=ns, output='screen', parameters=params(),
+                            remappings=clock))
     actions += description.description_nodes(context, robot, 'topic' if use_ros2_control else 'none',
                                              use_sim_time=use_sim_time)
     if use_ros2_control:
@@ -120,7 +129,7 @@ def generate_launch_description():
     return LaunchDescription([
         *description.declare_arguments(ros2_control=False),
         DeclareLaunchArgument('hardware', default_value='', description=(
-            'sim | canopen; empty: the params file (delta_hardware.hardware), else sim')),
+            'sim (also: mock) | canopen; empty: the params file (delta_hardware.hardware), else sim')),
         DeclareLaunchArgument('can_interface', default_value='',
                               description='python-can interface for hardware:=canopen (e.g. socketcan)'),
         DeclareLaunchArgument('can_channel', default_value='',

@@ -16,6 +16,9 @@ Arguments (``ros2 launch delta_robot description.launch.py -s`` lists them):
 * ``ros2_control``: ``none`` | ``mock`` | ``topic``: the ``<ros2_control>`` block in the URDF.
 * ``use_robot_state_publisher``, ``use_state_node``, ``launch_rviz``: start those (true/false).
 * ``rviz_config``: RViz config (default ``<share>/config/delta.rviz``).
+* ``namespace``: ROS namespace of every node (e.g. ``r1``); their topics are relative, and
+  ``/clock`` is remapped to ``<namespace>/clock`` (docs/ros_interfaces.md, "Namespaces and
+  prefixes"). ``prefix``: joint and frame name prefix (e.g. ``r1_``) of the URDF and every node.
 
 The URDF is generated in this process from ``delta.urdf.xacro`` with the xacro Python API
 (``delta_description.xacro_urdf.robot_description``; the same as
@@ -82,14 +85,42 @@ def robot_from_params(params_file):
         raise RuntimeError(f"params_file {params_file}: not valid YAML: {e}") from None
     if not isinstance(data, dict):
         raise RuntimeError(f"params_file {params_file}: not a ROS 2 parameter file (no node sections)")
-    for node in ('delta_hardware', 'delta_state', 'delta_dynamics', '/**'):
-        for key in (node, '/' + node):
+    for node in ('delta_hardware', 'delta_state', 'delta_dynamics'):
+        for key in node_sections(node) + ('/**',):
             section = data.get(key)
             if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
                 robot = section['ros__parameters'].get('robot')
                 if isinstance(robot, str) and robot.strip():
                     return robot.strip()
     return None
+
+
+def node_sections(node):
+    """The keys a params file may give ``node``'s section under ("/**/node" applies in any namespace)."""
+    return ('/**/' + node, node, '/' + node)
+
+
+def namespace(context):
+    """The ``namespace`` argument as an absolute namespace ('' for the root)."""
+    from delta_core.ros.names import check_namespace
+    try:
+        return check_namespace(LaunchConfiguration('namespace').perform(context))
+    except ValueError as e:
+        raise RuntimeError(f"namespace:=: {e}") from None
+
+
+def prefix(context):
+    from delta_core.ros.names import check_prefix
+    try:
+        return check_prefix(LaunchConfiguration('prefix').perform(context).strip())
+    except ValueError as e:
+        raise RuntimeError(f"prefix:=: {e}") from None
+
+
+def clock_remappings(context):
+    """``remappings=`` entries of every node of a namespaced stack: its own /clock."""
+    ns = namespace(context)
+    return [('/clock', f'{ns}/clock')] if ns else []
 
 
 def params_file_value(context, node, name, default):
@@ -99,7 +130,7 @@ def params_file_value(context, node, name, default):
         return default
     with open(params_file, encoding='utf-8') as f:
         data = yaml.safe_load(f) or {}
-    for key in (node, '/' + node):
+    for key in node_sections(node):
         section = data.get(key) if isinstance(data, dict) else None
         if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):
             return section['ros__parameters'].get(name, default)
@@ -128,36 +159,48 @@ def node_parameters(context, robot_path, **overrides):
         if not os.path.isfile(params_file):
             raise RuntimeError(f"params_file {params_file}: no such file")
         out.append(params_file)
-    out.append({'robot': robot_path, **overrides})
+    out.append({'robot': robot_path, 'prefix': prefix(context), **overrides})
     return out
+
+
+def urdf_text(context, robot_path, ros2_control='none'):
+    """The URDF of the robot file with the ``prefix`` on every link and joint; a namespaced
+    ros2_control topic system uses the namespace's topics."""
+    from delta_description.prefix import prefix_urdf
+    from delta_description.xacro_urdf import robot_description
+    topics = {}
+    if ros2_control == 'topic' and namespace(context):
+        topics = {'joint_commands_topic': 'delta/joint_commands', 'joint_states_topic': 'joint_states'}
+    return prefix_urdf(robot_description(robot_path, ros2_control=ros2_control, **topics), prefix(context))
 
 
 def description_nodes(context, robot_path, ros2_control, use_sim_time=False):
     """robot_state_publisher, the state node and RViz, as chosen by the arguments (on
-    simulated time with ``use_sim_time``)."""
+    simulated time with ``use_sim_time``), in the ``namespace``."""
     sim = {'use_sim_time': bool(use_sim_time)}
-    from delta_description.xacro_urdf import robot_description
+    ns = namespace(context)
+    clock = clock_remappings(context)
     actions = []
     if flag(context, 'use_robot_state_publisher'):
         require_package('robot_state_publisher', 'install ros-jazzy-robot-state-publisher '
                         'or pass use_robot_state_publisher:=false')
-        urdf = robot_description(robot_path, ros2_control=ros2_control)
+        urdf = urdf_text(context, robot_path, ros2_control)
         actions.append(Node(
             package='robot_state_publisher', executable='robot_state_publisher',
-            name='robot_state_publisher', output='screen',
+            name='robot_state_publisher', namespace=ns, output='screen',
             parameters=[{'robot_description': ParameterValue(urdf, value_type=str), **sim}],
-            remappings=[('joint_states', '/delta/robot_joint_states')]))
+            remappings=[('joint_states', 'delta/robot_joint_states'), *clock]))
     if flag(context, 'use_state_node'):
         require_package(PACKAGE, 'build delta_robot with colcon and source install/setup.bash')
         actions.append(Node(
-            package=PACKAGE, executable='delta-state-node', name='delta_state', output='screen',
-            parameters=node_parameters(context, robot_path, **sim)))
+            package=PACKAGE, executable='delta-state-node', name='delta_state', namespace=ns, output='screen',
+            parameters=node_parameters(context, robot_path, **sim), remappings=clock))
     if flag(context, 'launch_rviz'):
         require_package('rviz2', 'install ros-jazzy-rviz2 or pass launch_rviz:=false')
         config = LaunchConfiguration('rviz_config').perform(context)
         actions.append(Node(
-            package='rviz2', executable='rviz2', name='rviz2', output='log', parameters=[sim],
-            arguments=['-d', config] if config else []))
+            package='rviz2', executable='rviz2', name='rviz2', namespace=ns, output='log', parameters=[sim],
+            arguments=['-d', config] if config else [], remappings=clock))
     return actions
 
 
@@ -182,6 +225,11 @@ def declare_arguments(ros2_control=True):
         DeclareLaunchArgument('launch_rviz', default_value='true', description='start RViz'),
         DeclareLaunchArgument('rviz_config', default_value=share_path('config', 'delta.rviz'),
                               description='RViz config file'),
+        DeclareLaunchArgument('namespace', default_value='', description=(
+            'ROS namespace of every node (e.g. r1): topics, services and actions under it, /clock '
+            'remapped to <namespace>/clock; several robots on one network')),
+        DeclareLaunchArgument('prefix', default_value='', description=(
+            'joint and frame name prefix (e.g. r1_) of the URDF and every node')),
     ]
 
 

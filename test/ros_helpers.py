@@ -150,7 +150,8 @@ class HardwareProbe:
     diagnostics, the publishers of its command topics and the clients of its services."""
 
     def __init__(self, client: RosClient, node: str = "delta_hardware", joint_states: str = "/joint_states",
-                 hardware_id: str = "nt_robot"):
+                 hardware_id: str = "nt_robot", namespace: str = "", prefix: str = ""):
+        """``namespace`` (e.g. "/r1") and ``prefix`` (e.g. "r1_"): a stack started with them."""
         from diagnostic_msgs.msg import DiagnosticArray
         from lifecycle_msgs.srv import GetState
         from sensor_msgs.msg import JointState
@@ -159,24 +160,29 @@ class HardwareProbe:
         from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
         self.c = client
         n = client.node
+        self.prefix = prefix
+        self.arms = [prefix + a for a in ARMS]
+        if namespace:
+            node = f"{namespace.strip('/')}/{node}"
+            joint_states = f"{namespace}/joint_states"
         self.js = None
         self.events = []
         self.diag = []
         n.create_subscription(JointState, joint_states, self._on_js, 50)
         n.create_subscription(String, f"/{node}/events", lambda m: self.events.append(m.data), 50)
-        n.create_subscription(DiagnosticArray, "/diagnostics",
+        n.create_subscription(DiagnosticArray, f"{namespace}/diagnostics",
                               lambda m: self.diag.extend(s for s in m.status if s.hardware_id == hardware_id
-                                                         and s.name.startswith(node)), 10)
+                                                         and s.name.startswith(node.rsplit("/", 1)[-1])), 10)
         self.traj = n.create_publisher(JointTrajectory, f"/{node}/joint_trajectory", 10)
         self.cart = n.create_publisher(MultiDOFJointTrajectory, f"/{node}/cartesian_trajectory", 10)
-        self.cmd = n.create_publisher(JointState, "/delta/joint_commands", 10)
+        self.cmd = n.create_publisher(JointState, f"{namespace}/delta/joint_commands", 10)
         self.estop = n.create_client(Trigger, f"/{node}/emergency_stop")
         self.reset = n.create_client(Trigger, f"/{node}/reset")
         self.status = n.create_client(Trigger, f"/{node}/status")
         self.get_state = n.create_client(GetState, f"/{node}/get_state")
 
     def _on_js(self, m):
-        if list(m.name) == ARMS:
+        if list(m.name) == self.arms:
             self.js = m
 
     @property
@@ -220,4 +226,4 @@ class HardwareProbe:
 
     def move(self, goal, seconds: float = 0.8) -> int:
         """Move the arm joints to ``goal`` in ``seconds``; the event count before it."""
-        return self.send(ARMS, [(seconds, goal)])
+        return self.send(self.arms, [(seconds, goal)])

@@ -55,7 +55,7 @@ def test_a_kind_missing_a_function_is_refused_by_name(monkeypatch):
             setattr(mod, fn, getattr(src, fn))
         monkeypatch.setitem(sys.modules, f"{pkg}.{name}", mod)
     del sys.modules[f"{pkg}.dynamics"].regressor
-    kind = Kind("fake", KINDS["prismatic"].model, KINDS["prismatic"].parameters, pkg, "x:y", "x:y")
+    kind = Kind("fake", KINDS["prismatic"].model, KINDS["prismatic"].parameters, pkg, "x:y", "x:y", "x:y")
     with pytest.raises(TypeError, match=r"robot kind 'fake' does not implement fake_delta_kind\.dynamics\.regressor"):
         KindTable(kind)
     with pytest.raises(ValueError, match="unknown robot kind 'spherical': one of rotary, prismatic"):

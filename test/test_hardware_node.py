@@ -327,7 +327,7 @@ def test_every_parameter_is_in_the_parameter_file_with_a_valid_default():
 
     from delta_core.share import share_file
     from delta_hardware.ros.parameters import PARAMETERS, check_parameters
-    doc = yaml.safe_load(share_file("config", "delta.yaml").read_text())["delta_hardware"]["ros__parameters"]
+    doc = yaml.safe_load(share_file("config", "delta.yaml").read_text())["/**/delta_hardware"]["ros__parameters"]
     assert set(doc) == set(PARAMETERS)
     check_parameters({k: v.default for k, v in PARAMETERS.items()})
     check_parameters(doc)

@@ -27,7 +27,8 @@ def test_launch_file_compiles(path, tmp_path):
 
 def test_params_file_has_a_section_per_node():
     data = yaml.safe_load((ROOT / "config" / "delta.yaml").read_text())
-    assert set(data) == {"delta_hardware", "delta_dynamics", "delta_state", "delta_identification"}
+    # "/**/<node>": the section applies to the node in any namespace
+    assert set(data) == {f"/**/{n}" for n in ("delta_hardware", "delta_dynamics", "delta_state", "delta_identification")}
     for section in data.values():
         assert isinstance(section["ros__parameters"], dict)
         load_robot(section["ros__parameters"]["robot"])
@@ -51,7 +52,7 @@ needs_launch = pytest.mark.skipif(not HAVE_LAUNCH, reason=(
 
 
 PACKAGES = ("delta_robot", "robot_state_publisher", "rviz2", "controller_manager",
-            "joint_state_broadcaster", "joint_trajectory_controller")
+            "joint_state_broadcaster", "joint_trajectory_controller", "moveit_ros_move_group")
 
 
 @pytest.fixture(autouse=True)
@@ -94,8 +95,11 @@ def build(name, **arguments):
         params, files = {}, []
         for arg, is_file in action._Node__expanded_parameter_arguments or []:
             assert is_file, arg
-            data = yaml.safe_load(Path(arg).read_text())
-            section = data.get(action.node_name.lstrip("/")) or data.get(action.node_name) or data.get("/**")
+            data = yaml.full_load(Path(arg).read_text())      # launch_ros writes tuples as python/tuple
+            # a params file of ours ("/**/<node>" sections) is kept as a path; launch_ros writes
+            # dict parameters into a temporary file of its own
+            section = None if any(k.startswith("/**/") for k in data) else (
+                data.get(action.node_name.lstrip("/")) or data.get(action.node_name) or data.get("/**"))
             if section is None:                  # the params file itself: keep its path
                 files.append(arg)
                 continue
@@ -107,6 +111,7 @@ def build(name, **arguments):
             name = f"{action.node_executable}:{cmd_args[0]}" if cmd_args else action.node_executable
         assert name not in nodes, f"two nodes named {name}"
         nodes[name] = dict(package=action.node_package, executable=action.node_executable, params=params,
+                           namespace=action.expanded_node_namespace,
                            files=files, remaps=dict(action.expanded_remapping_rules or []),
                            arguments=cmd_args)
     return nodes
@@ -124,7 +129,7 @@ def test_description_launch_builds_state_publisher_state_node_and_rviz():
     nt = str(resolve_robot_path("nt_robot").resolve())
     rsp = nodes["robot_state_publisher"]
     assert rsp["package"] == "robot_state_publisher"
-    assert rsp["remaps"] == {"joint_states": "/delta/robot_joint_states"}
+    assert rsp["remaps"] == {"joint_states": "delta/robot_joint_states"}      # relative: in the namespace
     urdf = rsp["params"]["robot_description"]
     assert urdf_joints(urdf) == set(movable_joint_names(load_robot(nt)))
     assert ET.fromstring(urdf).find("ros2_control") is None
@@ -178,7 +183,7 @@ def test_delta_launch_with_ros2_control():
 @needs_launch
 def test_robot_comes_from_the_params_file_unless_given(tmp_path):
     params = yaml.safe_load((ROOT / "config" / "delta.yaml").read_text())
-    params["delta_hardware"]["ros__parameters"]["robot"] = "d3s800"
+    params["/**/delta_hardware"]["ros__parameters"]["robot"] = "d3s800"
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
     nodes = build("description.launch.py", params_file=str(path), launch_rviz="false")
@@ -208,3 +213,59 @@ def test_a_missing_package_stops_the_launch_before_anything_starts(ament_prefix)
     (ament_prefix / "controller_manager").unlink()
     with pytest.raises(RuntimeError, match="package 'controller_manager' not found"):
         build("delta.launch.py", launch_rviz="false", use_ros2_control="true")
+
+
+@needs_launch
+def test_namespace_and_prefix_reach_every_node_and_the_urdf():
+    nodes = build("delta.launch.py", namespace="r1", prefix="r1_", hardware="mock", launch_rviz="false",
+                  launch_identification="true", use_ros2_control="true")
+    ours = ("delta_hardware", "delta_dynamics", "delta_identification", "delta_state")
+    for name, info in nodes.items():
+        assert info["namespace"] == "/r1", name
+        assert info["remaps"].get("/clock") == "/r1/clock", name          # this stack's own clock
+    for name in ours:
+        assert nodes[name]["params"]["prefix"] == "r1_", name
+    assert nodes["delta_hardware"]["params"]["hardware"] == "mock"
+    assert nodes["delta_hardware"]["params"]["use_sim_time"] is True       # auto: simulated drives
+    urdf = nodes["robot_state_publisher"]["params"]["robot_description"]
+    assert all(n.startswith("r1_") for n in urdf_joints(urdf))
+    block = ET.fromstring(urdf).find("ros2_control")
+    params = {p.get("name"): p.text for p in block.find("hardware").findall("param")}
+    assert "delta/joint_commands" in params.values() and "joint_states" in params.values()
+    args = nodes["spawner:joint_state_broadcaster"]["arguments"]
+    assert args[2] == "/r1/controller_manager"
+    assert args[args.index("--controller-ros-args") + 1] == "-r joint_states:=/r1/delta/ros2_control/joint_states"
+    with pytest.raises(RuntimeError, match="namespace"):
+        build("delta.launch.py", namespace="1bad", launch_rviz="false")
+    with pytest.raises(RuntimeError, match="prefix"):
+        build("delta.launch.py", prefix="r1/", launch_rviz="false")
+
+
+@needs_launch
+def test_moveit_launch_builds_move_group_consistent_with_the_urdf():
+    nodes = build("moveit.launch.py", namespace="r2", prefix="r2_")
+    assert "rviz2" not in nodes and {"delta_hardware", "delta_state", "move_group"} <= set(nodes)
+    mg = nodes["move_group"]
+    assert (mg["package"], mg["executable"], mg["namespace"]) == ("moveit_ros_move_group", "move_group", "/r2")
+    # MoveIt's state monitor reads the full joint state of the state node
+    assert mg["remaps"] == {"joint_states": "delta/robot_joint_states", "/clock": "/r2/clock"}
+    p = mg["params"]
+    urdf_joint_names = urdf_joints(p["robot_description"])
+    srdf = ET.fromstring(p["robot_description_semantic"])
+    for group in srdf.findall("group"):
+        for j in group.findall("joint"):
+            assert j.get("name") in urdf_joint_names
+    assert {j.get("name") for j in srdf.findall("passive_joint")} <= urdf_joint_names
+    nested = lambda key: {k[len(key) + 1:]: v for k, v in p.items() if k.startswith(key + ".")} or p.get(key)  # noqa: E731
+    text = str(p)
+    assert "r2_platform_z" in text and "follow_joint_trajectory" in text and "OMPLPlanner" in text
+    assert p["use_sim_time"] is True and nested("moveit_simple_controller_manager")
+    nodes = build("moveit.launch.py", launch_stack="false")
+    assert set(nodes) == {"move_group"} and nodes["move_group"]["namespace"] == "/"
+
+
+@needs_launch
+def test_moveit_launch_needs_moveit(ament_prefix):
+    (ament_prefix / "moveit_ros_move_group").unlink()
+    with pytest.raises(RuntimeError, match="package 'moveit_ros_move_group' not found"):
+        build("moveit.launch.py")

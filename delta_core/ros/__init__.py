@@ -1,1 +1,1 @@
-"""Helpers shared by every rclpy node of the stack (need rclpy)."""
+"""Helpers shared by the stack's rclpy nodes (``node_util`` needs rclpy; ``names`` does not)."""

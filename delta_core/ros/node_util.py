@@ -1,16 +1,27 @@
-"""Small pieces shared by the stack's rclpy nodes: the ``robot`` parameter's descriptor, QoS
-profiles, per-kind throttled warnings for dropped messages, and a ``main`` that spins a node
+"""Small pieces shared by the stack's rclpy nodes: the ``robot`` and ``prefix`` parameters,
+QoS profiles, per-kind throttled warnings for dropped messages, and a ``main`` that spins a node
 and exits cleanly on SIGINT/SIGTERM. Ground layer: imports nothing of the other packages.
+
+Names (:mod:`delta_core.ros.names`, ``docs/ros_interfaces.md``, "Namespaces and prefixes"): every topic of the stack is
+relative to the node's namespace (``joint_states``, ``diagnostics``, ``delta/...``) or private
+(``~/...``); only ``/clock`` is absolute, and a namespaced stack remaps it to ``<ns>/clock``.
+The ``prefix`` parameter (joint and frame name prefix, e.g. ``r1_``) is added to every joint
+name a node publishes and must be on every joint name it receives.
 """
 from __future__ import annotations
 
 import signal
+import sys
 import time
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from delta_core.ros.names import (add_prefix, check_namespace, check_prefix, clock_remap,  # noqa: F401
+                                  strip_prefix)
 
 DEFAULT_ROBOT = "nt_robot"
 
@@ -28,6 +39,16 @@ def robot_descriptor(extra: str = "") -> ParameterDescriptor:
         type=ParameterType.PARAMETER_STRING,
         description="robot preset name (config/robots/<name>.yaml) or robot file path" + extra)
 
+
+def prefix_descriptor() -> ParameterDescriptor:
+    return ParameterDescriptor(type=ParameterType.PARAMETER_STRING, read_only=True, description=(
+        "joint and frame name prefix (e.g. r1_): added to every joint name published, required on every "
+        "joint name received"))
+
+
+def declare_prefix(node) -> str:
+    """Declare the read-only ``prefix`` parameter on ``node``; its checked value."""
+    return check_prefix(node.declare_parameter("prefix", "", prefix_descriptor()).value)
 
 
 class DropLog:
@@ -62,39 +83,61 @@ class _StopOnce:
     shutdown: the first signal raises KeyboardInterrupt in the main thread (as Python's default
     SIGINT handler does, so the spin ends even if the executor is asleep), later ones are ignored so
     that a second Ctrl-C (``ros2 launch`` and the terminal both send one) cannot interrupt the
-    cleanup."""
+    cleanup. While ``deferred`` (the node is being built: an exception in the middle of its
+    constructor would leave a half-built node nobody destroys), it only remembers the signal;
+    :meth:`release` raises it once the node exists."""
 
     def __init__(self):
         self.stopping = False
+        self.deferred = False
+        self.pending = False
 
     def __call__(self, signum, frame):
-        if not self.stopping:
+        if self.deferred:
+            self.pending = True
+        elif not self.stopping:
+            self.stopping = True
+            raise KeyboardInterrupt
+
+    def release(self):
+        """Stop deferring; raise KeyboardInterrupt if a signal came meanwhile."""
+        self.deferred = False
+        if self.pending and not self.stopping:
             self.stopping = True
             raise KeyboardInterrupt
 
 
 def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
     """rclpy.init, build the node, spin until SIGINT/SIGTERM; 0 on a clean stop, 1 if the node
-    cannot start (e.g. a bad ``robot`` parameter; the reason is logged). ``multithreaded``
+    cannot start (e.g. a bad ``robot`` parameter; the reason is logged), 2 on bad ROS
+    arguments (an unreadable ``--params-file``: one line on stderr). ``multithreaded``
     spins a MultiThreadedExecutor (for nodes whose callbacks wait on service calls)."""
     handler = _StopOnce()
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
-    node = None
+    node = executor = None
     try:
-        rclpy.init(args=args)
+        try:
+            rclpy.init(args=args)
+        except RCLError as e:     # a bad --params-file or --ros-args: one line naming it, exit 2
+            why = str(e).split(", at /")[0].replace("\n", " ")
+            print(f"{name}: error: {why}", file=sys.stderr)
+            return 2
+        handler.deferred = True
         try:
             node = node_factory()
-        except (KeyboardInterrupt, ExternalShutdownException):
+        except ExternalShutdownException:
             return 0
         except Exception as e:  # noqa: BLE001 - a node that cannot start says why and exits 1
             rclpy.logging.get_logger(name).fatal(f"cannot start: {e}")
             return 1
-        if multithreaded:
-            from rclpy.executors import MultiThreadedExecutor
-            rclpy.spin(node, executor=MultiThreadedExecutor())
-        else:
-            rclpy.spin(node)
+        handler.release()
+        # an executor of our own (not rclpy's global one, which would keep the node alive
+        # until the interpreter's teardown)
+        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+        executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
@@ -103,9 +146,21 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
         # shut down by a signal while taking a message: rclpy may then fail on a finalised handle
     finally:
         handler.stopping = True
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
+            if node is not None:
+                executor.remove_node(node)
+            executor = None
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        # a node may have frozen its start-up objects out of the collector (gc.freeze): give
+        # them back and collect the cycles now, while every module is intact, rather than
+        # leaving them to the interpreter's teardown (finalizers on half-destroyed objects)
+        import gc
+        node = None
+        gc.unfreeze()
+        gc.collect()
         # Python restores SIG_DFL for handled signals while the interpreter exits, so a late
         # second Ctrl-C would still kill the process (exit -2): ignore SIGINT from here on.
         signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -1,6 +1,7 @@
 """The state node ``delta_state``: the full URDF joint state and the platform pose from ``/joint_states``.
 
-Subscribes ``/joint_states`` (sensor_msgs/JointState; messages that lack any of the robot's arm
+Topics are relative to the node's namespace (shown here in the root namespace) and joint and
+frame names carry the ``prefix`` parameter (default ''). Subscribes ``/joint_states`` (sensor_msgs/JointState; messages that lack any of the robot's arm
 joints are ignored, since other publishers may share the topic; other joints in a message are
 ignored) and for each message publishes
 
@@ -17,7 +18,7 @@ and, on a timer, ``/delta/platform_path`` (visualization_msgs/Marker, LINE_STRIP
 namespace ``platform_path``): the last ``path_length`` platform positions, a new one being added
 when the platform has moved at least ``path_min_distance`` from the previous one.
 
-Parameters: ``robot`` (preset name or file path, default ``nt_robot``; settable at run time),
+Parameters: ``prefix`` (joint and frame name prefix, read-only), ``robot`` (preset name or file path, default ``nt_robot``; settable at run time),
 ``path_length`` (int, default 500), ``path_min_distance`` (m, default 0.001), ``path_rate``
 (Hz, default 10.0, read-only), ``max_rate`` (Hz, default 0.0 = every message: an upper bound on the
 rate of the two per-message topics, for a fast ``/joint_states``).
@@ -38,15 +39,17 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import Marker
 
 from delta_description.passive_joints import expand_joint_state
-from delta_core.ros.node_util import DEFAULT_ROBOT, PUB_QOS, STATE_QOS, DropLog, robot_descriptor, run
+from delta_core.ros.node_util import (DEFAULT_ROBOT, PUB_QOS, STATE_QOS, DropLog, add_prefix,
+                                     declare_prefix, robot_descriptor, run)
 from delta_dynamics.ros.robot_param import describe, load_model
 
 NODE_NAME = "delta_state"
 FRAME = "base_link"
-JOINT_STATES_TOPIC = "/joint_states"
-ROBOT_JOINT_STATES_TOPIC = "/delta/robot_joint_states"
-POSITION_TOPIC = "/delta/platform_position"
-PATH_TOPIC = "/delta/platform_path"
+# relative to the node's namespace (docs/ros_interfaces.md, "Namespaces and prefixes")
+JOINT_STATES_TOPIC = "joint_states"
+ROBOT_JOINT_STATES_TOPIC = "delta/robot_joint_states"
+POSITION_TOPIC = "delta/platform_position"
+PATH_TOPIC = "delta/platform_path"
 
 
 class StateNode(Node):
@@ -72,6 +75,7 @@ class StateNode(Node):
         self._max_rate = self.declare_parameter("max_rate", 0.0, ParameterDescriptor(
             description="Hz; upper bound on the rate of the joint state and position outputs (0: every input)",
             floating_point_range=[FloatingPointRange(from_value=0.0, to_value=10000.0)])).value
+        self._prefix = declare_prefix(self)
         self._model = load_model(robot)
         self._path = deque(maxlen=self._path_length)
         self._path_stamp = None
@@ -117,7 +121,8 @@ class StateNode(Node):
 
     def _on_joint_states(self, msg: JointState) -> None:
         model = self._model
-        names = list(msg.name)
+        prefix = self._prefix
+        names = [n[len(prefix):] if n.startswith(prefix) else "" for n in msg.name]   # '' : not this robot's
         if not all(j in names for j in model.joint_names):
             self.ignored += 1               # someone else's joints on the shared topic
             return
@@ -137,11 +142,11 @@ class StateNode(Node):
                 raise ValueError(f"{len(names)} names but {len(msg.position)} positions")
             full = expand_joint_state(model, names, msg.position, velocity)
         except ValueError as e:             # NaN, unreachable, singular
-            self._drops.warn("bad", f"dropped {JOINT_STATES_TOPIC} message: {e}")
+            self._drops.warn("bad", f"dropped {self.resolve_topic_name(JOINT_STATES_TOPIC)} message: {e}")
             return
         out = JointState()
         out.header.stamp = stamp
-        out.name = list(full.names)
+        out.name = add_prefix(prefix, full.names)
         out.position = list(full.position)
         if full.velocity is not None:
             out.velocity = list(full.velocity)
@@ -150,7 +155,7 @@ class StateNode(Node):
         x, y, z = full.position[k:k + 3]
         pt = PointStamped()
         pt.header.stamp = stamp
-        pt.header.frame_id = FRAME
+        pt.header.frame_id = prefix + FRAME
         pt.point = Point(x=x, y=y, z=z)
         self._pos_pub.publish(pt)
         self.published += 1
@@ -163,7 +168,7 @@ class StateNode(Node):
         if len(self._path) < 2:
             return
         m = Marker()
-        m.header.frame_id = FRAME
+        m.header.frame_id = self._prefix + FRAME
         m.header.stamp = self._path_stamp
         m.ns = "platform_path"
         m.id = 0

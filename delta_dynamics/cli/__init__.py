@@ -17,7 +17,9 @@ CSV formats: :mod:`delta_dynamics.trajectory_io`. ``--robot`` takes a preset nam
 (``config/robots/<name>.yaml``) or a robot file path. Bad input (an unreadable or malformed
 file, an unreachable point, a bad option) prints ``delta-dynamics: error: <message>`` to
 stderr and exits with status 2; outputs are written atomically, so a failed run leaves any
-existing output file untouched.
+existing output file untouched. SIGTERM or SIGHUP end a run cleanly (no temporary file left)
+with status 143 or 129 (:mod:`delta_core.termination`). Size-like options are bounded and no
+command makes or reads more than 1,000,000 samples (:mod:`delta_dynamics.limits`).
 """
 from __future__ import annotations
 
@@ -44,6 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of the ``delta-dynamics`` console script; returns the exit status."""
+    from delta_core.termination import Terminated, signals_raise
+
+    with signals_raise():
+        try:
+            return _run(argv)
+        except Terminated as e:
+            print(f"{PROG}: {e}", file=sys.stderr)
+            return e.exit_code
+
+
+def _run(argv) -> int:
     from delta_core.robot_file import RobotFileError
     from delta_dynamics.kinematics import UnreachableError
 

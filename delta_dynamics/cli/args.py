@@ -1,5 +1,22 @@
-"""Shared pieces of the ``delta-dynamics`` subcommands: the error type, argument types and
-small output helpers."""
+"""Shared pieces of the ``delta-dynamics`` subcommands (and of ``delta-identify`` and
+``delta-description``): the error type, argument types and small output helpers.
+
+Every size-like argument (a duration, a count, a rate, a sample time) has a documented
+range, so no argument can ask for unbounded memory or time; a value outside it is refused by
+argparse (``<prog>: error: argument --duration: must be <= 1e+06 s (...), got 1e9``, exit 2).
+What a whole command generates is bounded too: at most :data:`MAX_SAMPLES` samples.
+
+Example::
+
+    >>> parse = float_in(0, 10, unit="s", lo_open=True)
+    >>> parse("2.5")
+    2.5
+    >>> try:
+    ...     parse("1e9")
+    ... except argparse.ArgumentTypeError as e:
+    ...     print(e)
+    must be <= 10 s, got 1e9
+"""
 from __future__ import annotations
 
 import argparse
@@ -7,8 +24,17 @@ import math
 import re
 import sys
 
+from delta_dynamics.limits import MAX_SAMPLES
+
 PROG = "delta-dynamics"
 DEFAULT_ROBOT = "nt_robot"
+
+#: Longest duration (s) of a generated trajectory, whatever the sample time.
+MAX_DURATION = 1e6
+#: Shortest sample time (s) of a generated trajectory.
+MIN_DT = 1e-6
+#: Largest length (m) a trajectory option may give (a Delta robot is smaller).
+MAX_LENGTH = 100.0
 
 
 class CliError(Exception):
@@ -21,9 +47,9 @@ def finite(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {_shown(text)!r}") from None
     if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+        raise argparse.ArgumentTypeError(f"not a finite number: {_shown(text)!r}")
     return v
 
 
@@ -51,11 +77,83 @@ def count(text: str) -> int:
     return v
 
 
+def _num(v: float, unit: str) -> str:
+    return f"{v:g} {unit}" if unit else f"{v:g}"
+
+
+def float_in(lo=None, hi=None, *, unit: str = "", lo_open: bool = False, hi_open: bool = False,
+             why: str = ""):
+    """An argparse type: a finite float in [lo, hi] (``lo_open`` / ``hi_open``: strict); the
+    error names the bound, its unit and ``why``."""
+    note = f" ({why})" if why else ""
+
+    def parse(text: str) -> float:
+        v = finite(text)
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            raise argparse.ArgumentTypeError(f"must be {'>' if lo_open else '>='} {_num(lo, unit)}, "
+                                             f"got {_shown(text)}")
+        if hi is not None and (v >= hi if hi_open else v > hi):
+            raise argparse.ArgumentTypeError(f"must be {'<' if hi_open else '<='} {_num(hi, unit)}{note}, "
+                                             f"got {_shown(text)}")
+        return v
+    parse.__name__ = "number"
+    parse.bounds = (lo, hi, lo_open, hi_open, float)      # for tests: the documented range
+    return parse
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """An argument as quoted in a message, cut to ``limit`` characters."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def int_in(lo=None, hi=None, *, why: str = "", even: bool = False):
+    """An argparse type: an integer in [lo, hi] (``even``: and even); the error names the bound."""
+    note = f" ({why})" if why else ""
+
+    def parse(text: str) -> int:
+        t = text.strip()
+        if not re.fullmatch(r"[+-]?[0-9]{1,30}", t):
+            raise argparse.ArgumentTypeError(f"not an integer: {_shown(text)!r}")
+        v = int(t)
+        if lo is not None and v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {text}")
+        if hi is not None and v > hi:
+            raise argparse.ArgumentTypeError(f"must be <= {hi}{note}, got {text}")
+        if even and v % 2:
+            raise argparse.ArgumentTypeError(f"must be even, got {text}")
+        return v
+    parse.__name__ = "integer"
+    parse.bounds = (lo, hi, False, False, int)
+    return parse
+
+
+def check_samples(n: float, what: str, fix: str) -> None:
+    """Refuse a command that would make more than :data:`MAX_SAMPLES` samples; ``what``
+    says where ``n`` comes from, ``fix`` how to get fewer."""
+    if not n <= MAX_SAMPLES:
+        raise CliError(f"{what} gives {n:.4g} samples, more than the {MAX_SAMPLES} a command may "
+                       f"make (MAX_SAMPLES: about 1 kB of memory each); {fix}")
+
+
+#: A position noise level (m): more than a metre is not noise on a Delta robot.
+_noise = float_in(0.0, 1.0, unit="m")
+#: Sample time of a generated trajectory.
+sample_time = float_in(MIN_DT, 10.0, unit="s", why="use a sample time of at most 10 s")
+#: A duration of a generated trajectory (or a part of it).
+duration = float_in(0.0, MAX_DURATION, unit="s", lo_open=True, why="MAX_DURATION, about 11 days")
+#: A duration that may be 0 (a ramp, a dwell).
+duration0 = float_in(0.0, MAX_DURATION, unit="s", why="MAX_DURATION, about 11 days")
+#: A length of a generated trajectory (radius, amplitude, height).
+length = float_in(0.0, MAX_LENGTH, unit="m", lo_open=True, why="a Delta robot is smaller")
+#: A coordinate of a generated trajectory.
+coordinate = float_in(-MAX_LENGTH, MAX_LENGTH, unit="m", why="a Delta robot is smaller")
+
+
 def smoothing(text: str):
     if text == "auto":
         return "auto"
     try:
-        return nonnegative(text)
+        return _noise(text)
     except argparse.ArgumentTypeError as e:
         raise argparse.ArgumentTypeError(f"{e} (give 'auto' or a noise level in m)") from None
 

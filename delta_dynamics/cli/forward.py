@@ -3,8 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_dynamics.cli.args import (SAMPLE, CliError, count, info, model_for, positive,
+from delta_dynamics.cli.args import (SAMPLE, CliError, float_in, info, int_in, model_for,
                                      robot_option)
+
+#: Most fixed integration steps (rows times --substeps) of one run: a few minutes.
+MAX_STEPS = 10_000_000
+#: Substeps per row of the fixed-step methods.
+MAX_SUBSTEPS = 1000
 
 
 class _Clock:
@@ -30,6 +35,11 @@ def cmd_forward(args) -> int:
 
     m = model_for(args.robot, friction=not args.no_friction)
     jd = read_joint_data(args.torques, effort=joint_units(m)["effort_column"])
+    steps = (len(jd.t) - 1) * args.substeps
+    if args.method != "adaptive" and steps > MAX_STEPS:
+        raise CliError(f"{args.torques}: {len(jd.t)} rows times --substeps {args.substeps} is {steps} "
+                       f"fixed steps, more than the {MAX_STEPS} of one run (MAX_STEPS, a few "
+                       "minutes): fewer --substeps or a shorter file")
     try:
         check_joint_limits(m, jd.q[0])
         X0, V0, _ = cartesian_state(m, jd.q[0], jd.qd[0])
@@ -89,8 +99,12 @@ def register(sub) -> None:
     fp.add_argument("--method", choices=("adaptive", "semi-implicit", "rk4"), default="adaptive",
                     help="adaptive: LSODA, torques interpolated by a cubic spline; semi-implicit, "
                     "rk4: fixed steps with torques held over each row (default: adaptive)")
-    fp.add_argument("--substeps", type=count, default=1, help="fixed steps per row (default: 1)")
-    fp.add_argument("--rtol", type=positive, default=1e-9, help="adaptive: relative tolerance (default: %(default)g)")
-    fp.add_argument("--atol", type=positive, default=1e-11, help="adaptive: absolute tolerance (default: %(default)g)")
+    fp.add_argument("--substeps", type=int_in(1, MAX_SUBSTEPS), default=1,
+                    help=f"fixed steps per row, 1 to {MAX_SUBSTEPS}; rows times substeps at most "
+                    f"{MAX_STEPS} (default: 1)")
+    fp.add_argument("--rtol", type=float_in(1e-12, 0.1, unit="", why="LSODA cannot meet less than ~1e-13"),
+                    default=1e-9, help="adaptive: relative tolerance, 1e-12 to 0.1 (default: %(default)g)")
+    fp.add_argument("--atol", type=float_in(1e-15, 1.0), default=1e-11,
+                    help="adaptive: absolute tolerance, 1e-15 to 1 (default: %(default)g)")
     fp.add_argument("--no-friction", action="store_true", help="leave joint friction out")
     fp.set_defaults(func=cmd_forward)

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_dynamics.cli.args import finite, fmt, model_for, robot_option
+from delta_dynamics.cli.args import coordinate, float_in, fmt, model_for, robot_option
+
+#: A joint position argument: an arm angle (rad; a Delta arm turns less than one turn either
+#: way) or a linear Delta's carriage position (m; no machine's rails are 10 m long).
+angle = float_in(-10.0, 10.0, unit="rad", why="an arm angle in rad, or a carriage position in m")
 
 
 def cmd_ik(args) -> int:
@@ -32,14 +36,14 @@ def register(sub) -> None:
     # ik / fk
     k = sub.add_parser("ik", help="joint angles (carriage positions) for one platform position")
     for n in ("x", "y", "z"):
-        k.add_argument(n, type=finite, metavar=n.upper(), help="m")
+        k.add_argument(n, type=coordinate, metavar=n.upper(), help="m")
     robot_option(k)
     k.add_argument("--no-limits", action="store_true", help="do not check the joint position limits")
     k.set_defaults(func=cmd_ik)
 
     f = sub.add_parser("fk", help="platform position for one set of joint angles (carriage positions)")
     for n in ("q1", "q2", "q3"):
-        f.add_argument(n, type=finite, metavar=n.upper(), help="rad (m for a linear Delta)")
+        f.add_argument(n, type=angle, metavar=n.upper(), help="rad (m for a linear Delta)")
     robot_option(f)
     f.add_argument("--no-limits", action="store_true", help="do not check the joint position limits")
     f.set_defaults(func=cmd_fk)

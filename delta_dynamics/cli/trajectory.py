@@ -3,8 +3,40 @@ from __future__ import annotations
 
 import math
 
-from delta_dynamics.cli.args import (SAMPLE, CliError, count, finite, model_for, nonnegative,
-                                     positive, robot_option)
+from delta_dynamics.cli.args import (SAMPLE, CliError, check_samples, coordinate, duration,
+                                     duration0, float_in, int_in, length, model_for, robot_option,
+                                     sample_time)
+
+#: Most pick-and-place cycles (each is two legs of three profiles).
+MAX_CYCLES = 100_000
+#: Lowest Lissajous speed (m/s): slower gives more samples than anyone needs.
+MIN_SPEED = 1e-4
+
+
+def _lissajous_length(x0: float, y0: float, wx: float = 6 * math.pi, wy: float = 4 * math.pi) -> float:
+    """Length (m) of the Lissajous path of :func:`delta_dynamics.trajectories.lissajous`
+    (its default frequencies and phases), by the trapezoidal rule on 20001 points."""
+    import numpy as np
+    u = np.linspace(0.0, 1.0, 20001)
+    speed = np.hypot(x0 * wx * np.cos(wx * u + math.pi / 2), y0 * wy * np.cos(wy * u))
+    return float(np.trapezoid(speed, u))
+
+
+def _expected_samples(args) -> tuple:
+    """(number of samples the options give, what they come from, how to get fewer)."""
+    if args.kind in ("circle", "ellipse"):
+        d = args.duration if args.duration is not None else args.period + args.ramp
+        what = (f"--duration {d:g} s" if args.duration is not None else
+                f"--period + --ramp = {d:g} s")
+        return round(d / args.dt) + 1, f"{what} at --dt {args.dt:g} s", "shorten the duration or raise --dt"
+    if args.kind == "lissajous":
+        d = _lissajous_length(args.x0, args.y0) / args.speed + args.ramp
+        return d / args.dt + 1, (f"a Lissajous path of {d * args.speed:.3g} m at --speed {args.speed:g} m/s "
+                             f"(about {d:.4g} s) at --dt {args.dt:g} s"), "raise --speed or --dt"
+    leg = args.lift_time + args.move_time + args.dwell     # trajectories.pick_place, overlap cancels
+    d = 2 * leg * args.cycles
+    return round(d / args.dt) + 1, f"{args.cycles} cycles of {2 * leg:.4g} s at --dt {args.dt:g} s", \
+        "fewer --cycles, shorter times or a larger --dt"
 
 
 def _make_trajectory(args):
@@ -29,6 +61,7 @@ def _make_trajectory(args):
 def cmd_trajectory(args) -> int:
     from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
     from delta_dynamics.trajectory_io import write_trajectory
+    check_samples(*_expected_samples(args))
     traj = _make_trajectory(args)
     if args.tool and not args.robot:
         raise CliError("--tool needs --robot: the tool offset comes from the robot file")
@@ -55,7 +88,8 @@ def register(sub) -> None:
     tsub = tp.add_subparsers(dest="kind", required=True, metavar="KIND")
 
     def common(sp, dt=1e-3):
-        sp.add_argument("--dt", type=positive, default=dt, help="sample time in s (default: %(default)g)")
+        sp.add_argument("--dt", type=sample_time, default=dt, help="sample time in s, 1e-6 to 10 "
+                        "(default: %(default)g); a trajectory has at most 1000000 samples")
         sp.add_argument("--out", required=True, metavar="CSV", help="output file")
         robot_option(sp, default=None, help_="check every sample is reachable within the joint "
                   "limits of this robot (preset name or file)")
@@ -65,15 +99,15 @@ def register(sub) -> None:
         sp.set_defaults(func=cmd_trajectory)
 
     c = tsub.add_parser("circle", help="horizontal circle (Asadi & Heydari's evaluation path)")
-    c.add_argument("--radius", type=positive, default=0.25, help="m (default: %(default)g)")
-    c.add_argument("--depth", type=finite, default=-0.75, help="z of the circle in m, negative "
+    c.add_argument("--radius", type=length, default=0.25, help="m (default: %(default)g)")
+    c.add_argument("--depth", type=coordinate, default=-0.75, help="z of the circle in m, negative "
                    "below the base (default: %(default)g)")
-    c.add_argument("--period", type=positive, default=2 * math.pi, help="s per turn at full speed "
+    c.add_argument("--period", type=duration, default=2 * math.pi, help="s per turn at full speed "
                    "(default: 2 pi)")
-    c.add_argument("--duration", type=positive, default=None, help="s (default: period + ramp)")
-    c.add_argument("--ramp", type=nonnegative, default=0.0, help="s to reach full speed from "
+    c.add_argument("--duration", type=duration, default=None, help="s (default: period + ramp)")
+    c.add_argument("--ramp", type=duration0, default=0.0, help="s to reach full speed from "
                    "rest (default: 0, start at full speed)")
-    c.add_argument("--center", type=finite, nargs=2, default=(0.0, 0.0), metavar=("X", "Y"),
+    c.add_argument("--center", type=coordinate, nargs=2, default=(0.0, 0.0), metavar=("X", "Y"),
                    help="m (default: 0 0)")
     common(c)
 
@@ -81,32 +115,32 @@ def register(sub) -> None:
                          description="p(u) = (x0 sin(wx u + phix), y0 sin(wy u + phiy), depth), "
                          "0 <= u <= 1, at constant speed. The paper's print path: --depth 0 --tool "
                          "--robot colombo2020 (the nozzle on the bed, the platform tool_offset above).")
-    li.add_argument("--speed", type=positive, default=0.2, help="m/s (default: %(default)g)")
-    li.add_argument("--x0", type=positive, default=0.1, help="x amplitude in m (default: %(default)g)")
-    li.add_argument("--y0", type=positive, default=0.1, help="y amplitude in m (default: %(default)g)")
-    li.add_argument("--depth", type=finite, default=-0.75, help="z in m (default: %(default)g)")
-    li.add_argument("--ramp", type=nonnegative, default=0.0, help="s to reach the speed from "
+    li.add_argument("--speed", type=float_in(MIN_SPEED, 100.0, unit="m/s"), default=0.2, help="m/s (default: %(default)g)")
+    li.add_argument("--x0", type=length, default=0.1, help="x amplitude in m (default: %(default)g)")
+    li.add_argument("--y0", type=length, default=0.1, help="y amplitude in m (default: %(default)g)")
+    li.add_argument("--depth", type=coordinate, default=-0.75, help="z in m (default: %(default)g)")
+    li.add_argument("--ramp", type=duration0, default=0.0, help="s to reach the speed from "
                     "rest (default: 0)")
-    li.add_argument("--wx", type=finite, default=6 * math.pi, help="omega_x of eq. 18 (default: 6 pi)")
-    li.add_argument("--wy", type=finite, default=4 * math.pi, help="omega_y of eq. 18 (default: 4 pi)")
-    li.add_argument("--phix", type=finite, default=math.pi / 2, help="phi_x in rad (default: pi/2)")
-    li.add_argument("--phiy", type=finite, default=0.0, help="phi_y in rad (default: 0)")
+    li.add_argument("--wx", type=float_in(-1e4, 1e4), default=6 * math.pi, help="omega_x of eq. 18 (default: 6 pi)")
+    li.add_argument("--wy", type=float_in(-1e4, 1e4), default=4 * math.pi, help="omega_y of eq. 18 (default: 4 pi)")
+    li.add_argument("--phix", type=float_in(-1e4, 1e4), default=math.pi / 2, help="phi_x in rad (default: pi/2)")
+    li.add_argument("--phiy", type=float_in(-1e4, 1e4), default=0.0, help="phi_y in rad (default: 0)")
     li.add_argument("--timing", choices=("taylor", "arc-length"), default="taylor",
                     help="how the path parameter advances: the paper's second-order update, "
                     "eq. 19 (taylor), or the exact arc length (default: %(default)s)")
     common(li)
 
     pp = tsub.add_parser("pick-place", help="pick-and-place cycle: up, across, down and back")
-    pp.add_argument("--start", type=finite, nargs=3, default=(-0.1525, 0.0, -0.8),
+    pp.add_argument("--start", type=coordinate, nargs=3, default=(-0.1525, 0.0, -0.8),
                     metavar=("X", "Y", "Z"), help="pick point in m (default: -0.1525 0 -0.8)")
-    pp.add_argument("--height", type=positive, default=0.025, help="m up and down (default: %(default)g)")
-    pp.add_argument("--width", type=positive, default=0.305, help="m across (default: %(default)g)")
-    pp.add_argument("--direction", type=finite, nargs=2, default=(1.0, 0.0), metavar=("DX", "DY"),
+    pp.add_argument("--height", type=length, default=0.025, help="m up and down (default: %(default)g)")
+    pp.add_argument("--width", type=length, default=0.305, help="m across (default: %(default)g)")
+    pp.add_argument("--direction", type=float_in(-1e6, 1e6), nargs=2, default=(1.0, 0.0), metavar=("DX", "DY"),
                     help="horizontal direction across (default: 1 0)")
-    pp.add_argument("--cycles", type=count, default=1, help="pick-place-back cycles (default: 1)")
-    pp.add_argument("--lift-time", type=positive, default=0.15, help="s per lift (default: %(default)g)")
-    pp.add_argument("--move-time", type=positive, default=0.4, help="s across (default: %(default)g)")
-    pp.add_argument("--dwell", type=nonnegative, default=0.1, help="s at rest after each leg (default: %(default)g)")
+    pp.add_argument("--cycles", type=int_in(1, MAX_CYCLES), default=1, help="pick-place-back cycles (default: 1)")
+    pp.add_argument("--lift-time", type=duration, default=0.15, help="s per lift (default: %(default)g)")
+    pp.add_argument("--move-time", type=duration, default=0.4, help="s across (default: %(default)g)")
+    pp.add_argument("--dwell", type=duration0, default=0.1, help="s at rest after each leg (default: %(default)g)")
     common(pp)
 
     from delta_dynamics.trajectories import STAICU_ELLIPSE as E
@@ -114,16 +148,16 @@ def register(sub) -> None:
                          description="X(t) = START + A sin(w t) + B (1 - cos(w t)), w = 2 pi / PERIOD, "
                          "with analytic velocity and acceleration. The defaults are the paper's path "
                          "for the staicu2003 robot, in base_link (z up).")
-    el.add_argument("--start", type=finite, nargs=3, default=E["start"], metavar=("X", "Y", "Z"),
+    el.add_argument("--start", type=coordinate, nargs=3, default=E["start"], metavar=("X", "Y", "Z"),
                     help="position at t = 0 in m (default: 0 0 -(0.1 + 0.35 cos 30 deg) = "
                     f"{E['start'][2]:.6g})")
-    el.add_argument("--axis-a", type=finite, nargs=3, default=E["axis_a"], metavar=("AX", "AY", "AZ"),
+    el.add_argument("--axis-a", type=coordinate, nargs=3, default=E["axis_a"], metavar=("AX", "AY", "AZ"),
                     help=f"m, the sin(w t) term (default: {' '.join(f'{v:g}' for v in E['axis_a'])})")
-    el.add_argument("--axis-b", type=finite, nargs=3, default=E["axis_b"], metavar=("BX", "BY", "BZ"),
+    el.add_argument("--axis-b", type=coordinate, nargs=3, default=E["axis_b"], metavar=("BX", "BY", "BZ"),
                     help=f"m, the (1 - cos(w t)) term (default: {' '.join(f'{v:g}' for v in E['axis_b'])})")
-    el.add_argument("--period", type=positive, default=E["period"], help="s per turn at full speed "
+    el.add_argument("--period", type=duration, default=E["period"], help="s per turn at full speed "
                     "(default: %(default)g, the paper's w = pi/3 rad/s)")
-    el.add_argument("--duration", type=positive, default=None, help="s (default: period + ramp)")
-    el.add_argument("--ramp", type=nonnegative, default=0.0, help="s to reach full speed from "
+    el.add_argument("--duration", type=duration, default=None, help="s (default: period + ramp)")
+    el.add_argument("--ramp", type=duration0, default=0.0, help="s to reach full speed from "
                     "rest (default: 0, start at full speed as the paper does)")
     common(el)

@@ -5,9 +5,12 @@
                    [--out identified.yaml] [--report out/ident]
     delta-identify excite --robot <name|file> --out excite.csv [--period 5 --harmonics 5 ...]
 
-Bad input (missing file, topic, joints, effort, NaN samples, too few samples, data that do
-not excite the parameters, ...) ends with ``delta-identify: error: <message>`` on stderr
-and exit status 2; a file that cannot be written with status 1. See docs/identification.md.
+Bad input (missing file, topic, joints, effort, NaN samples, too few samples or too short a
+run, a constant effort, positions outside the joint limits, data that do not excite the
+parameters, an estimate that is not physical, an option outside its range, ...) ends with
+``delta-identify: error: <message>`` on stderr and exit status 2, no file written; a file
+that cannot be written with status 1; SIGTERM / SIGHUP with 143 / 129 and no temporary
+file left. See docs/identification.md.
 """
 from __future__ import annotations
 
@@ -19,6 +22,9 @@ import time
 import numpy as np
 
 PROG = "delta-identify"
+#: Largest PSO swarm and iteration count (the default 300 x 1000 takes about a minute).
+MAX_PARTICLES = 10_000
+MAX_ITERATIONS = 100_000
 
 
 # ----------------------------------------------------------------------------- progress bar
@@ -56,7 +62,12 @@ class ProgressBar:
 # ----------------------------------------------------------------------------- arguments
 
 def _identify_parser():
+    from delta_dynamics.cli.args import float_in, int_in
+    from delta_dynamics.limits import MAX_SAMPLES
+
+    from .data import MAX_DECIMATE, MAX_RATE
     from .estimators import METHODS
+    from .pipeline import MAX_CONDITION
     p = argparse.ArgumentParser(
         prog=PROG, description="Identify the dynamic parameters of a Delta robot from joint positions "
         "and efforts (CSV or rosbag2) and write an updated robot file. "
@@ -68,7 +79,8 @@ def _identify_parser():
     p.add_argument("--topic", default="/joint_states", help="JointState topic in a bag (default /joint_states)")
     p.add_argument("--effort", choices=("torque", "current"), default="torque",
                    help="what JointState.effort holds: arm torque (N m; carriage force in N on a linear "
-                        "Delta) or motor current (A; times torque_constant * gear_ratio)")
+                        "Delta) or motor current (A; "
+                        "times torque_constant * gear_ratio)")
     p.add_argument("--stamp", choices=("header", "receive"), default="header",
                    help="bag time base: message header stamp (default) or bag receive time")
     p.add_argument("--method", choices=METHODS + ("all",), default="bounded",
@@ -84,31 +96,48 @@ def _identify_parser():
     g = p.add_argument_group("preprocessing")
     g.add_argument("--derivative", choices=("filter", "central"), default="filter",
                    help="filter: zero-phase low-pass then central differences (default); central: plain central differences")
-    g.add_argument("--cutoff", type=float, default=20.0, help="low-pass cutoff in Hz (default 20)")
-    g.add_argument("--filter-order", type=int, default=4, help="Butterworth order (default 4)")
+    g.add_argument("--cutoff", type=float_in(0, 1e5, unit="Hz", lo_open=True), default=20.0,
+                   help="low-pass cutoff in Hz (default 20; below the data's Nyquist frequency)")
+    g.add_argument("--filter-order", type=int_in(1, 10), default=4, help="Butterworth order, 1 to 10 (default 4)")
     g.add_argument("--no-parallel-filter", action="store_true",
                    help="do not pass the regressor and torques through the same filter")
-    g.add_argument("--decimate", type=int, default=1, help="keep every n-th sample after filtering")
+    g.add_argument("--decimate", type=int_in(1, MAX_DECIMATE), default=1,
+                   help=f"keep every n-th sample after filtering, 1 to {MAX_DECIMATE}")
     g.add_argument("--resample", choices=("auto", "always", "never"), default="auto",
                    help="resample irregular time stamps onto a uniform grid (default: when jitter > 5 %%)")
-    g.add_argument("--rate", type=float, help="resampling rate in Hz (default: 1 / median step)")
-    g.add_argument("--gap-factor", type=float, default=5.0, help="a step longer than this times the median splits the data")
-    g.add_argument("--trim", type=int, help="samples dropped at each segment end (default 2 fs / cutoff)")
+    g.add_argument("--rate", type=float_in(0, MAX_RATE, unit="Hz", lo_open=True),
+                   help=f"resampling rate in Hz, up to {MAX_RATE:g} (default: 1 / median step)")
+    g.add_argument("--gap-factor", type=float_in(1, 1e6, lo_open=True), default=5.0,
+                   help="a step longer than this times the median splits the data (> 1, default 5)")
+    g.add_argument("--trim", type=int_in(0, MAX_SAMPLES),
+                   help="samples dropped at each segment end, >= 0 (default 2 fs / cutoff)")
+    g.add_argument("--min-duration", type=float_in(0, 1e6, unit="s"), default=1.0,
+                   help="least usable time in s (default 1)")
     g.add_argument("--strict-time", action="store_true", help="duplicate or backwards time stamps are errors (default: dropped and reported)")
     g = p.add_argument_group("estimators")
-    g.add_argument("--rank-tol", type=float, default=1e-6, help="relative tolerance of the base-parameter rank test")
+    g.add_argument("--rank-tol", type=float_in(0, 1, lo_open=True, hi_open=True), default=1e-6,
+                   help="relative tolerance of the base-parameter rank test, in (0, 1)")
+    g.add_argument("--max-condition", type=float_in(1, 1e12), default=MAX_CONDITION,
+                   help=f"refuse data whose column-normalised regressor has a larger condition number "
+                        f"(default {MAX_CONDITION:g}; good excitation gives 5-100)")
     g.add_argument("--hold-unidentifiable", action="store_true",
                    help="keep parameters the data do not excite at the robot file's values instead of failing")
-    g.add_argument("--tsvd-tol", type=float, default=1e-3, help="TSVD: drop singular values below this fraction of the largest")
-    g.add_argument("--dls-damping", type=float, default=1e-3, help="DLS: damping relative to the largest singular value")
+    g.add_argument("--tsvd-tol", type=float_in(0, 1, hi_open=True), default=1e-3,
+                   help="TSVD: drop singular values below this fraction of the largest, in [0, 1)")
+    g.add_argument("--dls-damping", type=float_in(0, 1e6), default=1e-3,
+                   help="DLS: damping relative to the largest singular value, >= 0")
     g.add_argument("--dls-prior", choices=("nominal", "zero"), default="nominal", help="DLS: damp towards the robot file's values or zero")
-    g.add_argument("--forgetting", type=float, default=1.0, help="RLS forgetting factor in (0, 1]")
-    g.add_argument("--pso-particles", type=int, default=300, help="PSO swarm size N_p (default 300)")
-    g.add_argument("--pso-neighbours", type=int, default=60, help="PSO cyclic neighbourhood N_s (even, default 60)")
-    g.add_argument("--pso-iterations", type=int, default=1000, help="PSO iterations (default 1000)")
-    g.add_argument("--pso-samples", type=int, default=20000,
+    g.add_argument("--forgetting", type=float_in(0, 1, lo_open=True), default=1.0,
+                   help="RLS forgetting factor in (0, 1]")
+    g.add_argument("--pso-particles", type=int_in(2, MAX_PARTICLES), default=300,
+                   help=f"PSO swarm size N_p, 2 to {MAX_PARTICLES} (default 300)")
+    g.add_argument("--pso-neighbours", type=int_in(2, MAX_PARTICLES, even=True), default=60,
+                   help="PSO cyclic neighbourhood N_s (even, at most N_p; default 60)")
+    g.add_argument("--pso-iterations", type=int_in(1, MAX_ITERATIONS), default=1000,
+                   help=f"PSO iterations, 1 to {MAX_ITERATIONS} (default 1000)")
+    g.add_argument("--pso-samples", type=int_in(0, MAX_SAMPLES), default=20000,
                    help="PSO uses at most this many samples, evenly strided (default 20000; 0: all)")
-    g.add_argument("--seed", type=int, default=0, help="random seed (PSO)")
+    g.add_argument("--seed", type=int_in(0, 2 ** 32 - 1), default=0, help="random seed (PSO), 0 to 2^32 - 1")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the result tables")
@@ -116,25 +145,31 @@ def _identify_parser():
 
 
 def _excite_parser():
+    from delta_dynamics.cli.args import float_in, int_in, sample_time
+
     p = argparse.ArgumentParser(
         prog=f"{PROG} excite", description="Design an excitation trajectory (finite Fourier series in joint "
         "space, optimised for the regressor's condition number, inside every limit) and write it as a "
         "platform trajectory CSV (t,x,y,z,xd,yd,zd,xdd,ydd,zdd) like 'delta-dynamics trajectory'.")
     p.add_argument("--robot", required=True, help="robot preset name or robot file")
     p.add_argument("--out", required=True, help="trajectory CSV to write")
-    p.add_argument("--period", type=float, default=5.0, help="period of the Fourier series in s (default 5)")
-    p.add_argument("--harmonics", type=int, default=5, help="number of harmonics (default 5)")
-    p.add_argument("--cycles", type=int, default=4, help="periods written to the CSV (default 4)")
-    p.add_argument("--dt", type=float, default=1e-3, help="sample time of the CSV in s (default 0.001)")
-    p.add_argument("--scale", type=float, default=0.8, help="fraction of the velocity, acceleration, torque (force) "
-                                                             "limits to use (default 0.8)")
-    p.add_argument("--margin", type=float, default=0.05, help="distance from the position limits in rad (m for a "
-                                                              "linear Delta; default 0.05)")
-    p.add_argument("--min-measure", type=float, default=0.05, help="lowest singularity measure allowed (default 0.05)")
+    p.add_argument("--period", type=float_in(0.1, 1000, unit="s"), default=5.0,
+                   help="period of the Fourier series in s, 0.1 to 1000 (default 5)")
+    p.add_argument("--harmonics", type=int_in(1, 50), default=5, help="number of harmonics, 1 to 50 (default 5)")
+    p.add_argument("--cycles", type=int_in(1, 10000), default=4, help="periods written to the CSV (default 4)")
+    p.add_argument("--dt", type=sample_time, default=1e-3, help="sample time of the CSV in s (default 0.001)")
+    p.add_argument("--scale", type=float_in(0, 1, lo_open=True), default=0.8,
+                   help="fraction of the velocity, acceleration, torque (force) limits to use, in (0, 1] "
+                        "(default 0.8)")
+    p.add_argument("--margin", type=float_in(0, 1, unit="rad"), default=0.05,
+                   help="distance from the position limits in rad (m for a linear Delta; default 0.05)")
+    p.add_argument("--min-measure", type=float_in(0, 1, hi_open=True), default=0.05,
+                   help="lowest singularity measure allowed, in [0, 1) (default 0.05)")
     p.add_argument("--params", choices=("explicit", "kim"), default="explicit", help="parameter set to optimise for")
-    p.add_argument("--starts", type=int, default=3, help="random starts of the optimiser (default 3)")
-    p.add_argument("--maxiter", type=int, default=60, help="optimiser iterations per start (default 60)")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--starts", type=int_in(1, 100), default=3, help="random starts of the optimiser, 1 to 100 (default 3)")
+    p.add_argument("--maxiter", type=int_in(1, 10000), default=60,
+                   help="optimiser iterations per start, 1 to 10000 (default 60)")
+    p.add_argument("--seed", type=int_in(0, 2 ** 32 - 1), default=0, help="random seed")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
     return p
@@ -161,19 +196,22 @@ def _table(header, rows) -> str:
 
 
 def _load(path, robot, args):
-    from .data import read_joint_data
-    return read_joint_data(path, robot, topic=args.topic, effort=args.effort, stamp=args.stamp)
+    from .data import check_joint_limits, read_joint_data
+    data = read_joint_data(path, robot, topic=args.topic, effort=args.effort, stamp=args.stamp)
+    check_joint_limits(data, robot)
+    return data
 
 
 def run_identify(argv) -> int:
     args = _identify_parser().parse_args(argv)
     from delta_core.robot_file import load_robot
 
+    from . import IdentificationError
     from .data import Preprocessing, preprocess
     from .estimators import METHODS
     from delta_dynamics.algorithms import joint_units, parameter_set
 
-    from .pipeline import Options, build_problem, identify
+    from .pipeline import Options, build_problem, identify, result_problems
     from .robot_update import identified_robot, model_from_robot_file, write_robot_file
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a))
@@ -185,8 +223,12 @@ def run_identify(argv) -> int:
     pre = Preprocessing(derivative=args.derivative, cutoff=args.cutoff, order=args.filter_order,
                         parallel_filter=not args.no_parallel_filter, resample=args.resample, rate=args.rate,
                         gap_factor=args.gap_factor, trim=args.trim, decimate=args.decimate,
-                        strict_time=args.strict_time)
+                        strict_time=args.strict_time, min_duration=args.min_duration)
+    if args.pso_neighbours > args.pso_particles:
+        raise IdentificationError(f"--pso-neighbours {args.pso_neighbours} must be at most "
+                                  f"--pso-particles {args.pso_particles}")
     opts = Options(params=args.params, stribeck=args.stribeck, rank_tol=args.rank_tol,
+                   max_condition=args.max_condition,
                    hold_unidentifiable=args.hold_unidentifiable, tsvd_tol=args.tsvd_tol,
                    dls_damping=args.dls_damping, dls_prior=args.dls_prior, rls_forgetting=args.forgetting,
                    pso_particles=args.pso_particles, pso_neighbours=args.pso_neighbours,
@@ -223,7 +265,9 @@ def run_identify(argv) -> int:
 
     def score(r):
         m = r.validation or r.fit
-        return float(sum(m["fitness"]))
+        f = float(sum(m["fitness"]))
+        # a physical result with a finite fitness beats any other
+        return (not result_problems(r, model), f if np.isfinite(f) else -np.inf)
 
     chosen = max(results, key=score) if len(results) > 1 else results[0]
     which = "validation" if vproblem is not None else "fitting"
@@ -251,8 +295,17 @@ def run_identify(argv) -> int:
         vm = chosen.validation
         print("fitness on the validation data: " + "  ".join(f"{v:.4f}" for v in vm["fitness"])
               + f"   RMS error [{eu}]: " + "  ".join(f"{v:.4g}" for v in vm["rms_error"]))
+    bad = result_problems(chosen, model)
+    if bad:
+        hint = ("Use --method bounded (the default: masses, inertias and friction >= 0) or record a "
+                "richer motion" if any("< 0" in b and "fitness" not in b for b in bad) and
+                chosen.method != "bounded" else "Check the data")
+        shown = "; ".join(bad[:4]) + (f" (and {len(bad) - 4} more)" if len(bad) > 4 else "")
+        raise IdentificationError(f"the {chosen.method} estimate cannot be used: {shown}; "
+                                  f"no file written. {hint}")
     if args.out:
         new = identified_robot(robot, chosen, model, prepared.source, vproblem.source if vproblem else None)
+        model_from_robot_file(new)          # the file must load again, lumped parameters included
         try:
             path = write_robot_file(args.out, new, header=f"{robot.name}: dynamic parameters identified by {PROG} "
                                                           f"({chosen.method}) from {prepared.source}")
@@ -283,8 +336,12 @@ def run_excite(argv) -> int:
     from . import IdentificationError
     from .excitation import design_excitation, write_trajectory_csv
 
-    if not args.dt > 0:
-        raise IdentificationError(f"--dt must be > 0 s, got {args.dt}")
+    from delta_dynamics.limits import MAX_SAMPLES
+    n = round(args.cycles * args.period / args.dt) + 1
+    if n > MAX_SAMPLES:
+        raise IdentificationError(f"--cycles {args.cycles} x --period {args.period:g} s at --dt {args.dt:g} s gives "
+                                  f"{n} samples, more than {MAX_SAMPLES} (MAX_SAMPLES in "
+                                  "delta_dynamics/limits.py): fewer cycles or a larger --dt")
     model = model_for(args.robot)
     units = joint_units(model)
     bar = ProgressBar("optimising", _progress_enabled(args))
@@ -313,6 +370,17 @@ def run_excite(argv) -> int:
 # ----------------------------------------------------------------------------- main
 
 def main(argv=None) -> int:
+    from delta_core.termination import Terminated, signals_raise
+
+    with signals_raise():
+        try:
+            return _main(argv)
+        except Terminated as e:
+            print(f"\n{PROG}: {e}", file=sys.stderr)
+            return e.exit_code
+
+
+def _main(argv) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from delta_core.robot_file import RobotFileError
 
@@ -329,6 +397,10 @@ def main(argv=None) -> int:
         return 2
     except ValueError as e:   # e.g. UnreachableError from the model on bad data
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"{PROG}: error: {where}{e.strerror or e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"\n{PROG}: interrupted", file=sys.stderr)

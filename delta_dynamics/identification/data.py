@@ -41,11 +41,15 @@ Preprocessing (:func:`preprocess`, options :class:`Preprocessing`)
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
+from delta_dynamics.limits import MAX_SAMPLES
 
 from . import IdentificationError
 
@@ -56,6 +60,9 @@ VELOCITY_COLUMNS = ("qd1", "qd2", "qd3")
 ACCELERATION_COLUMNS = ("qdd1", "qdd2", "qdd3")
 BAG_SUFFIXES = (".db3", ".mcap")
 JOINT_STATE = "sensor_msgs/msg/JointState"
+#: Joint positions may exceed the robot file's limits by this much (rad) before
+#: :func:`check_joint_limits` refuses them (a position controller's overshoot at a limit).
+LIMIT_TOLERANCE = 0.01
 
 
 @dataclass
@@ -141,22 +148,48 @@ class Preprocessing:
     trim: int | None = None         # samples cut at each segment end (None: automatic)
     min_segment: int = 50           # shorter segments are dropped
     min_samples: int = 100          # fewer usable samples in all is an error
+    min_duration: float = 1.0       # s; less usable time in all is an error
     decimate: int = 1               # keep every n-th sample after filtering
     strict_time: bool = False       # duplicate / backwards timestamps are errors
 
     def check(self):
-        if self.derivative not in ("filter", "central"):
-            raise IdentificationError(f"derivative must be 'filter' or 'central', got {self.derivative!r}")
-        if self.resample not in ("auto", "always", "never"):
-            raise IdentificationError(f"resample must be 'auto', 'always' or 'never', got {self.resample!r}")
-        if not (self.cutoff > 0 and math.isfinite(self.cutoff)):
-            raise IdentificationError(f"filter cutoff must be > 0 Hz, got {self.cutoff}")
-        if not 1 <= self.order <= 10:
-            raise IdentificationError(f"filter order must be 1..10, got {self.order}")
-        if self.decimate < 1:
-            raise IdentificationError(f"decimate must be >= 1, got {self.decimate}")
-        if not self.gap_factor > 1:
-            raise IdentificationError(f"gap factor must be > 1, got {self.gap_factor}")
+        """Refuse options outside their documented ranges (IdentificationError naming one)."""
+        def need(ok, text):
+            if not ok:
+                raise IdentificationError(text)
+
+        need(self.derivative in ("filter", "central"),
+             f"derivative must be 'filter' or 'central', got {self.derivative!r}")
+        need(self.resample in ("auto", "always", "never"),
+             f"resample must be 'auto', 'always' or 'never', got {self.resample!r}")
+        need(_finite(self.cutoff) and self.cutoff > 0, f"filter cutoff must be > 0 Hz, got {self.cutoff}")
+        need(_int(self.order) and 1 <= self.order <= 10, f"filter order must be 1..10, got {self.order}")
+        need(_int(self.decimate) and 1 <= self.decimate <= MAX_DECIMATE,
+             f"decimate must be 1..{MAX_DECIMATE}, got {self.decimate}")
+        need(_finite(self.gap_factor) and self.gap_factor > 1, f"gap factor must be > 1, got {self.gap_factor}")
+        need(self.rate is None or (_finite(self.rate) and 0 < self.rate <= MAX_RATE),
+             f"resampling rate must be > 0 and <= {MAX_RATE:g} Hz, got {self.rate}")
+        need(self.trim is None or (_int(self.trim) and 0 <= self.trim <= MAX_SAMPLES),
+             f"trim must be 0..{MAX_SAMPLES} samples, got {self.trim}")
+        need(_finite(self.jitter_tol) and self.jitter_tol >= 0, f"jitter tolerance must be >= 0, got {self.jitter_tol}")
+        need(_int(self.min_segment) and self.min_segment >= 1, f"min_segment must be >= 1, got {self.min_segment}")
+        need(_int(self.min_samples) and self.min_samples >= 1, f"min_samples must be >= 1, got {self.min_samples}")
+        need(_finite(self.min_duration) and self.min_duration >= 0,
+             f"min_duration must be >= 0 s, got {self.min_duration}")
+
+
+#: Largest --decimate.
+MAX_DECIMATE = 1000
+#: Highest resampling rate (Hz); the resampled grid is bounded by MAX_SAMPLES as well.
+MAX_RATE = 1e6
+
+
+def _finite(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 # ----------------------------------------------------------------------------- CSV
@@ -165,80 +198,142 @@ def _missing(path) -> IdentificationError:
     return IdentificationError(f"{path}: file not found")
 
 
-def read_csv(path: str | os.PathLike, effort_column: str | None = None) -> JointData:
+def read_csv(path: str | os.PathLike, max_rows: int = MAX_SAMPLES, effort_column: str | None = None) -> JointData:
     """Read a joint-data CSV file (format in the module docstring). ``effort_column``: ``"tau"``
     (torques, a rotary Delta's) or ``"f"`` (forces, a linear Delta's) to require one kind of
-    effort columns; None takes whichever the file has."""
+    effort columns; None takes whichever the file has.
+
+    The file is read a block of lines at a time and each block parsed by numpy's C parser
+    (exact messages from a Python pass over a block numpy refuses), so memory stays near
+    twice the parsed arrays; at most ``max_rows`` samples
+    (:data:`~delta_dynamics.limits.MAX_SAMPLES`), lines of at most 64 kB, UTF-8 text.
+    """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise _missing(path)
+    if path.is_dir():
+        raise IdentificationError(f"{path}: a directory, not a CSV file")
+    if effort_column not in (None, "tau", "f"):
+        raise IdentificationError(f"effort columns must be 'tau' or 'f', got {effort_column!r}")
+    reader = _CsvReader(path, max_rows, effort_column)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise IdentificationError(f"{path}: cannot read: {e}") from None
-    lines = text.splitlines()
-    hline = next((i for i, s in enumerate(lines) if s.strip() and not s.lstrip().startswith("#")), None)
-    if hline is None:
+        for first, block in iter_line_blocks(path):
+            reader.add_block(first, block)
+    except TextInputError as e:
+        raise IdentificationError(str(e)) from None
+    except OSError as e:
+        raise IdentificationError(f"{path}: cannot read: {e.strerror or e}") from None
+    if reader.header is None:
         raise IdentificationError(f"{path}: empty file (expected a header line "
                                   f"'{','.join(REQUIRED_COLUMNS)}' and samples)")
-    header = [h.strip().lower() for h in lines[hline].split(",")]
-    eff = effort_column
-    if eff is None:
-        eff = "f" if all(c in header for c in EFFORT_COLUMNS["f"]) and "tau1" not in header else "tau"
-    elif eff not in EFFORT_COLUMNS:
-        raise IdentificationError(f"effort columns must be 'tau' or 'f', got {eff!r}")
-    required = REQUIRED_COLUMNS[:4] + EFFORT_COLUMNS[eff]
-    missing = [c for c in required if c not in header]
-    if missing:
-        other = "f" if eff == "tau" else "tau"
-        hint = ""
-        if all(c in header for c in EFFORT_COLUMNS[other]):
-            hint = (f"; the file has {other}1..3, the efforts of a {'linear' if other == 'f' else 'rotary'} "
-                    f"Delta, but the robot is {'rotary' if eff == 'tau' else 'linear'} (is this the right robot file?)")
-        raise IdentificationError(f"{path}: line {hline + 1}: header lacks column(s) {', '.join(missing)} "
-                                  f"(need {','.join(required)}, optional qd1..3, qdd1..3; "
-                                  f"got {lines[hline].strip()!r}){hint}")
-    if len(set(header)) != len(header):
-        raise IdentificationError(f"{path}: line {hline + 1}: duplicate column names in the header")
-    ncol = len(header)
-    data_lines = [(i, s) for i, s in enumerate(lines[hline + 1:], start=hline + 2)
-                  if s.strip() and not s.lstrip().startswith("#")]
-    if not data_lines:
+    if not reader.rows:
         raise IdentificationError(f"{path}: no samples after the header")
-    try:  # fast path; on failure find the offending line ourselves
-        arr = np.loadtxt([s for _, s in data_lines], delimiter=",", ndmin=2, dtype=float)
-        if arr.shape[1] != ncol:
-            raise ValueError
-    except ValueError:
-        for lineno, s in data_lines:
-            fields = s.split(",")
-            if len(fields) != ncol:
-                raise IdentificationError(f"{path}: line {lineno}: {len(fields)} values, the header has {ncol}") from None
-            for name, f in zip(header, fields):
-                try:
-                    float(f)
-                except ValueError:
-                    raise IdentificationError(f"{path}: line {lineno}: column {name}: "
-                                              f"not a number: {f.strip()!r}") from None
-        raise IdentificationError(f"{path}: cannot parse the samples") from None
-    linenos = np.array([i for i, _ in data_lines])
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        k, j = np.argwhere(bad)[0]
-        raise IdentificationError(f"{path}: line {linenos[k]}: column {header[j]} is {arr[k, j]} "
-                                  "(every value must be a finite number)")
-    col = {h: i for i, h in enumerate(header)}
+    col = {h: j for j, h in enumerate(reader.used)}
+    blocks = reader.blocks
 
     def cols(names):
-        return arr[:, [col[c] for c in names]]
+        if not all(c in col for c in names):
+            return None
+        idx = [col[c] for c in names]
+        return np.concatenate([b[:, idx] for b in blocks])
 
-    qd = cols(VELOCITY_COLUMNS) if all(c in col for c in VELOCITY_COLUMNS) else None
-    qdd = cols(ACCELERATION_COLUMNS) if all(c in col for c in ACCELERATION_COLUMNS) else None
+    qd, qdd = cols(VELOCITY_COLUMNS), cols(ACCELERATION_COLUMNS)
     if qdd is not None and qd is None:
         raise IdentificationError(f"{path}: accelerations qdd1..3 given without velocities qd1..3")
-    data = JointData(t=arr[:, col["t"]].copy(), q=cols(("q1", "q2", "q3")), tau=cols(EFFORT_COLUMNS[eff]),
-                     qd=qd, qdd=qdd, source=str(path), unit="line", lines=linenos)
+    data = JointData(t=cols(("t",))[:, 0], q=cols(("q1", "q2", "q3")), tau=cols(EFFORT_COLUMNS[reader.effort]),
+                     qd=qd, qdd=qdd, source=str(path), unit="line", lines=np.concatenate(reader.lines))
+    blocks.clear()
     return data
+
+
+class _CsvReader:
+    """:func:`read_csv`'s state: the header, then blocks of parsed rows (used columns only)."""
+
+    def __init__(self, path, max_rows, effort=None):
+        self.path, self.max_rows = path, max_rows
+        self.effort = effort            # "tau" or "f" (None: from the header)
+        self.header = None
+        self.used: list = []            # column names kept, in header order
+        self.idx: list = []             # their indices in the header
+        self.blocks: list = []
+        self.lines: list = []
+        self.rows = 0
+
+    def _set_header(self, lineno, s):
+        path = self.path
+        header = [h.strip().lower() for h in s.split(",")]
+        eff = self.effort
+        if eff is None:
+            eff = "f" if all(c in header for c in EFFORT_COLUMNS["f"]) and "tau1" not in header else "tau"
+        self.effort = eff
+        required = REQUIRED_COLUMNS[:4] + EFFORT_COLUMNS[eff]
+        missing = [c for c in required if c not in header]
+        if missing:
+            shown = s if len(s) <= 200 else s[:200] + "..."
+            other = "f" if eff == "tau" else "tau"
+            hint = ""
+            if all(c in header for c in EFFORT_COLUMNS[other]):
+                hint = (f"; the file has {other}1..3, the efforts of a {'linear' if other == 'f' else 'rotary'} "
+                        f"Delta, but the robot is {'rotary' if eff == 'tau' else 'linear'} (is this the right "
+                        "robot file?)")
+            raise IdentificationError(f"{path}: line {lineno}: header lacks column(s) {', '.join(missing)} "
+                                      f"(need {','.join(required)}, optional qd1..3, qdd1..3; "
+                                      f"got {shown!r}){hint}")
+        if len(set(header)) != len(header):
+            raise IdentificationError(f"{path}: line {lineno}: duplicate column names in the header")
+        self.header = header
+        wanted = set(required + VELOCITY_COLUMNS + ACCELERATION_COLUMNS)
+        self.idx = [j for j, h in enumerate(header) if h in wanted]
+        self.used = [header[j] for j in self.idx]
+
+    def add_block(self, first, block):
+        rows, nums = data_lines(first, block)
+        if rows and self.header is None:
+            self._set_header(nums[0], rows[0].strip())
+            rows, nums = rows[1:], nums[1:]
+        if not rows:
+            return
+        if self.rows + len(rows) > self.max_rows:
+            k = self.max_rows - self.rows
+            raise IdentificationError(f"{self.path}: line {nums[k]}: more than {self.max_rows} samples (the "
+                                      "limit, MAX_SAMPLES in delta_dynamics/limits.py): split the "
+                                      "recording or decimate it")
+        ncol = len(self.header)
+        arr = None
+        if field_counts_equal(rows, ncol):
+            try:
+                arr = np.loadtxt(rows, delimiter=",", usecols=self.idx, ndmin=2, dtype=float,
+                                 comments=None, quotechar=None)
+            except ValueError:
+                arr = None
+        if arr is None or arr.shape != (len(rows), len(self.idx)):
+            arr = self._parse_slowly(rows, nums)
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            k, j = np.argwhere(bad)[0]
+            raise IdentificationError(f"{self.path}: line {nums[k]}: column {self.used[j]} is {arr[k, j]} "
+                                      "(every value must be a finite number)")
+        self.blocks.append(arr)
+        self.lines.append(np.arange(nums.start, nums.stop) if isinstance(nums, range)
+                          else np.asarray(nums, dtype=np.int64))
+        self.rows += len(rows)
+
+    def _parse_slowly(self, rows, nums):
+        path, ncol = self.path, len(self.header)
+        out = np.empty((len(rows), len(self.idx)))
+        for r, (s, lineno) in enumerate(zip(rows, nums)):
+            fields = s.split(",")
+            if len(fields) != ncol:
+                raise IdentificationError(f"{path}: line {lineno}: {len(fields)} values, the header has {ncol}")
+            for j, k in enumerate(self.idx):
+                f = fields[k].strip()
+                try:
+                    out[r, j] = float(f)
+                except ValueError:
+                    shown = repr(f) if len(f) <= 40 else f"{f[:40]!r}... ({len(f)} characters)"
+                    raise IdentificationError(f"{path}: line {lineno}: column {self.header[k]}: "
+                                              f"not a number: {shown}") from None
+        return out
 
 
 def write_csv(path, t, q, tau, qd=None, qdd=None, effort_column: str = "tau") -> Path:
@@ -293,61 +388,92 @@ def read_bag(path, joint_names, topic: str = "/joint_states", effort: str = "tor
         reader = Reader(path)
         reader.open()
     except Exception as e:  # rosbags raises several types for unreadable bags
-        raise IdentificationError(f"{path}: not a readable rosbag2 bag: {e}") from None
+        raise IdentificationError(f"{path}: not a readable rosbag2 bag: {_one_line(e)}") from None
     try:
-        conns = [c for c in reader.connections if c.topic == topic]
-        if not conns:
-            have = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections})
-            raise IdentificationError(f"{path}: no topic {topic} in the bag (topics: "
-                                      f"{', '.join(have) if have else 'none'}); choose one with --topic")
-        wrong = sorted({c.msgtype for c in conns if c.msgtype != JOINT_STATE})
-        if wrong:
-            raise IdentificationError(f"{path}: topic {topic} carries {', '.join(wrong)}, not {JOINT_STATE}")
-        store = _typestore()
-        deser = store.deserialize_cdr
-        n = sum(c.msgcount for c in conns)
-        t_ns = np.empty(n, dtype=np.int64)
-        q = np.empty((n, 3))
-        tau = np.empty((n, 3))
-        cache: dict = {}
-        k = 0
-        for conn, rx, raw in reader.messages(connections=conns):
-            if k >= n:  # msgcount unknown or wrong: grow
-                t_ns = np.resize(t_ns, 2 * n + 16)
-                q = np.resize(q, (2 * n + 16, 3))
-                tau = np.resize(tau, (2 * n + 16, 3))
-                n = len(t_ns)
-            try:
-                msg = deser(raw, JOINT_STATE)
-            except Exception as e:
-                raise IdentificationError(f"{path}: {topic} message {k}: cannot decode: {e}") from None
-            names = tuple(msg.name)
-            idx = cache.get(names)
-            if idx is None:
-                pos = {nm: i for i, nm in enumerate(names)}
-                absent = [j for j in joint_names if j not in pos]
-                if absent:
-                    raise IdentificationError(
-                        f"{path}: {topic} message {k}: no joint {', '.join(repr(a) for a in absent)} "
-                        f"(the message names {list(names)}; the robot file's joint_names are "
-                        f"{list(joint_names)})")
-                idx = [pos[j] for j in joint_names]
-                cache[names] = idx
-            p, e = msg.position, msg.effort
-            if len(e) == 0:
-                raise IdentificationError(f"{path}: {topic} message {k}: JointState without effort "
-                                          "(the effort array is empty; identification needs joint torques or currents)")
-            if len(p) != len(names) or len(e) != len(names):
-                raise IdentificationError(f"{path}: {topic} message {k}: {len(names)} names but "
-                                          f"{len(p)} positions and {len(e)} efforts")
-            q[k] = p[idx]
-            tau[k] = e[idx]
-            hs = msg.header.stamp
-            h_ns = int(hs.sec) * 1_000_000_000 + int(hs.nanosec)
-            t_ns[k] = h_ns if (stamp == "header" and h_ns != 0) else int(rx)
-            k += 1
+        return _read_messages(reader, path, joint_names, topic, effort, torque_factor, stamp)
+    except IdentificationError:
+        raise
+    except Exception as e:  # a corrupt or truncated bag fails while its messages are read
+        raise IdentificationError(f"{path}: not a readable rosbag2 bag: reading topic {topic} failed: "
+                                  f"{_one_line(e)}") from None
     finally:
         reader.close()
+
+
+def _short(value, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _one_line(e: Exception, limit: int = 300) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _read_messages(reader, path, joint_names, topic, effort, torque_factor, stamp) -> JointData:
+    """The JointState samples of ``topic`` from an open rosbags Reader (see :func:`read_bag`)."""
+    conns = [c for c in reader.connections if c.topic == topic]
+    if not conns:
+        have = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections})
+        raise IdentificationError(f"{path}: no topic {topic} in the bag (topics: "
+                                  f"{', '.join(have) if have else 'none'}); choose one with --topic")
+    wrong = sorted({c.msgtype for c in conns if c.msgtype != JOINT_STATE})
+    if wrong:
+        raise IdentificationError(f"{path}: topic {topic} carries {', '.join(wrong)}, not {JOINT_STATE}")
+    store = _typestore()
+    deser = store.deserialize_cdr
+    n = sum(c.msgcount for c in conns)
+    if n > MAX_SAMPLES:
+        raise IdentificationError(f"{path}: topic {topic} has {n} messages, more than the {MAX_SAMPLES} "
+                                  "samples one run may use (MAX_SAMPLES in delta_dynamics/limits.py): "
+                                  "split the recording (ros2 bag convert) or record shorter runs")
+    n = max(n, 0)
+    t_ns = np.empty(n, dtype=np.int64)
+    q = np.empty((n, 3))
+    tau = np.empty((n, 3))
+    cache: dict = {}
+    k = 0
+    for conn, rx, raw in reader.messages(connections=conns):
+        if k >= n:  # msgcount unknown or wrong: grow
+            if k >= MAX_SAMPLES:
+                raise IdentificationError(f"{path}: topic {topic} has more than {MAX_SAMPLES} messages, "
+                                          "the most one run may use (MAX_SAMPLES in "
+                                          "delta_dynamics/limits.py): split the recording")
+            n = min(2 * n + 16, MAX_SAMPLES)
+            t_ns = np.resize(t_ns, n)
+            q = np.resize(q, (n, 3))
+            tau = np.resize(tau, (n, 3))
+        try:
+            msg = deser(raw, JOINT_STATE)
+        except Exception as e:
+            raise IdentificationError(f"{path}: {topic} message {k}: cannot decode: {_one_line(e)}") from None
+        names = tuple(msg.name)
+        idx = cache.get(names)
+        if idx is None:
+            pos = {nm: i for i, nm in enumerate(names)}
+            absent = [j for j in joint_names if j not in pos]
+            if absent:
+                raise IdentificationError(
+                    f"{path}: {topic} message {k}: no joint {', '.join(repr(a) for a in absent)} "
+                    f"(the message names {_short(list(names))}; the robot file's joint_names are "
+                    f"{list(joint_names)})")
+            idx = [pos[j] for j in joint_names]
+            if len(cache) > 64:          # names that change with every message: do not hoard them
+                cache.clear()
+            cache[names] = idx
+        p, e = msg.position, msg.effort
+        if len(e) == 0:
+            raise IdentificationError(f"{path}: {topic} message {k}: JointState without effort "
+                                      "(the effort array is empty; identification needs joint torques or currents)")
+        if len(p) != len(names) or len(e) != len(names):
+            raise IdentificationError(f"{path}: {topic} message {k}: {len(names)} names but "
+                                      f"{len(p)} positions and {len(e)} efforts")
+        q[k] = p[idx]
+        tau[k] = e[idx]
+        hs = msg.header.stamp
+        h_ns = int(hs.sec) * 1_000_000_000 + int(hs.nanosec)
+        t_ns[k] = h_ns if (stamp == "header" and h_ns != 0) else int(rx)
+        k += 1
     if k == 0:
         raise IdentificationError(f"{path}: topic {topic} has no messages")
     t_ns, q, tau = t_ns[:k], q[:k], tau[:k]
@@ -429,6 +555,43 @@ def _check_finite(data: JointData):
                                       f"{a.reshape(len(a), -1)[k].tolist()} (NaN or infinite samples cannot be used)")
 
 
+def _check_efforts(data: JointData):
+    """Refuse a joint whose effort never changes: no torque signal was recorded (all zero, a
+    disconnected channel, a wrong column), and a fit would make that joint's parameters
+    whatever explains a constant."""
+    tau = np.asarray(data.tau, dtype=float)
+    for j in range(3):
+        col = tau[:, j]
+        if np.ptp(col) <= 1e-12 * max(1.0, float(np.abs(col).max())):
+            why = "all zero" if not col.any() else f"constant at {col[0]:.6g}"
+            raise IdentificationError(
+                f"{data.source}: the effort of joint {j + 1} (tau{j + 1}) is {why} over all {len(col)} "
+                f"samples ({data.where(0)} to {data.where(len(col) - 1)}): no torque was recorded. "
+                "Check the effort column or topic, and --effort torque|current")
+
+
+def check_joint_limits(data: JointData, robot, tolerance: float = LIMIT_TOLERANCE) -> None:
+    """Refuse samples outside the robot file's joint position limits (beyond ``tolerance`` rad,
+    or m on a linear Delta):
+    the data belong to another robot, or are in degrees, or the limits are wrong. Names the
+    first such sample and counts them."""
+    from delta_dynamics.kinds import joint_units
+    q = np.asarray(data.q, dtype=float)
+    lo = np.array([p[0] for p in robot.limits.position]) - tolerance
+    hi = np.array([p[1] for p in robot.limits.position]) + tolerance
+    out = (q < lo) | (q > hi)
+    if out.any():
+        k, j = (int(v) for v in np.argwhere(out)[0])
+        lim = robot.limits.position[j]
+        u = joint_units(robot)
+        unit, what = u["position"], ("radians" if u["position"] == "rad" else "metres")
+        raise IdentificationError(
+            f"{data.source}: {data.where(k)}: q{j + 1} = {q[k, j]:.6g} {unit} is outside {u['joint']} {j + 1}'s "
+            f"limits [{lim[0]:g}, {lim[1]:g}] {unit} of robot {robot.name} ({int(out.any(axis=1).sum())} of "
+            f"{len(q)} samples outside, tolerance {tolerance:g} {unit}): is this the right robot file, "
+            f"and are the positions in {what}?")
+
+
 def _second_difference(x, h):
     """(q_d, q_dd) by central differences on a uniform grid; the two end samples are copies."""
     qd = np.empty_like(x)
@@ -462,6 +625,7 @@ def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
     _check_finite(data)
     if n < opts.min_samples:
         raise IdentificationError(f"{src}: too few samples: {n} (need at least {opts.min_samples})")
+    _check_efforts(data)
     t = np.asarray(data.t, dtype=float)
     # 1. time base: keep a sample only if it is later than every earlier one
     keep = np.ones(n, bool)
@@ -521,7 +685,13 @@ def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
         st = np.diff(ts)
         jitter = float(np.max(np.abs(st - h)) / h)
         if opts.resample == "always" or (opts.resample == "auto" and jitter > opts.jitter_tol):
-            tn = ts[0] + h * np.arange(int(np.floor((ts[-1] - ts[0]) / h + 1e-9)) + 1)
+            grid = math.floor((ts[-1] - ts[0]) / h + 1e-9) + 1
+            if grid + start > MAX_SAMPLES:
+                raise IdentificationError(
+                    f"{src}: resampling {ts[-1] - ts[0]:.6g} s at {1.0 / h:.6g} Hz gives more than "
+                    f"{MAX_SAMPLES} samples (MAX_SAMPLES in delta_dynamics/limits.py): "
+                    "lower --rate or --resample never")
+            tn = ts[0] + h * np.arange(grid)
             qs = CubicSpline(ts, qs, axis=0)(tn)
             taus = np.column_stack([np.interp(tn, ts, taus[:, j]) for j in range(3)])
             if qds is not None:
@@ -558,6 +728,11 @@ def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
         raise IdentificationError(f"{src}: too few usable samples after preprocessing: {usable} "
                                   f"(need at least {opts.min_samples}; {len(t)} samples in "
                                   f"{len(bounds) - 1} segment(s), {trim} trimmed at each segment end)")
+    covered = sum(float(out["t"][i][-1] - out["t"][i][0]) for i in range(len(segments)))
+    if covered < opts.min_duration:
+        raise IdentificationError(f"{src}: too short: the usable data cover {covered:.4g} s (need at least "
+                                  f"{opts.min_duration:g} s of motion: record a longer run, e.g. a few "
+                                  "periods of 'delta-identify excite')")
     cat = {k: np.concatenate(v) for k, v in out.items()}
     parallel = sos is not None and opts.parallel_filter
     if opts.derivative == "filter":

@@ -31,6 +31,13 @@ from .pso import pso as run_pso
 from .regressors import BaseParameters, ParameterSet, base_parameters, parameter_set, stack
 
 
+#: Largest condition number of the column-normalised regressor (of the parameters estimated)
+#: that :func:`identify` accepts. Good excitation gives 5-100 (``delta-identify excite``: ~8);
+#: a plain circle at constant speed ~3000; beyond 1e4 an estimate moves by 10^4 times the
+#: relative torque noise along the weakest direction.
+MAX_CONDITION = 1e4
+
+
 @dataclass
 class Options:
     """Identification options (defaults: the CLI's)."""
@@ -38,6 +45,7 @@ class Options:
     params: str = "explicit"
     stribeck: bool = False
     rank_tol: float = 1e-6
+    max_condition: float = MAX_CONDITION
     hold_unidentifiable: bool = False
     tsvd_tol: float = 1e-3
     tsvd_rank: int | None = None
@@ -188,6 +196,13 @@ def identify(problem: Problem, method: str, options: Options | None = None,
         dep = sorted(base.dependent)
         b = b - A[:, dep] @ nom[dep]
         A = A[:, ind]
+    cond, weak = base.weakest(ind)
+    if cond > opts.max_condition:
+        shown = [f"{v:+.2f} {n}" for n, v in weak.items() if abs(v) >= 0.25][:6]
+        raise IdentificationError(
+            f"{problem.source}: the data barely excite some parameters: condition number {cond:.4g} of "
+            f"the column-normalised regressor (limit {opts.max_condition:g}, --max-condition); least "
+            f"excited: {' '.join(shown)}. Record a richer motion (delta-identify excite)")
     sub = tuple(names[i] for i in ind)
     nn = pset.nonnegative[ind]
     if method == "ols":
@@ -233,6 +248,38 @@ def identify(problem: Problem, method: str, options: Options | None = None,
                   info={"relative_std": relative_std(values, full.std)})
 
 
+def result_problems(result: Result, model) -> list:
+    """Why an estimate must not become a robot file, as text (empty: fine): a mass, inertia or
+    friction parameter < 0 (``bounded`` and ``pso`` keep them >= 0; OLS and the others may
+    not), lumped parameters outside their plausibility bounds
+    (:data:`delta_core.plausibility.LUMPED_BOUNDS`, ``PRISMATIC_LUMPED_BOUNDS`` for a linear
+    Delta: the kind's ``lumped_bounds``), or a fitness (eq. 41) that is not finite
+    or < 0 on the fitting data: the model then explains a joint's torque worse than no model
+    (an effort of the wrong sign, unit or joint order, or torques unrelated to the motion)."""
+    from delta_core.plausibility import check_bound
+    from delta_dynamics.algorithms import parameter_names
+
+    out = [f"{n} = {v:.4g} {u} < 0" for n, u, v, nn in
+           zip(result.names, result.pset.units, result.values, result.pset.nonnegative) if nn and v < 0]
+    lumped = result.lumped(model)
+    kinds = kind_parameter_set(model, "explicit").kinds[:14]          # of the model's lumped vector
+    bounds = model.ops.lumped_bounds
+    for n, kind, v in zip(parameter_names(model), kinds, lumped.as_vector()):
+        why = check_bound(bounds[kind], v)
+        if why and not any(o.startswith(f"{n} =") for o in out):
+            out.append(f"lumped {n} {why}")
+    fit = result.fit["fitness"]
+    bad = [j + 1 for j, f in enumerate(fit) if not np.isfinite(f)]
+    if bad:
+        out.append(f"the fitness of joint(s) {', '.join(map(str, bad))} is not finite (the model "
+                   "predicts a constant torque there)")
+    neg = [f"{j + 1} ({f:.3g})" for j, f in enumerate(fit) if np.isfinite(f) and f < 0]
+    if neg:
+        out.append(f"the fitness of joint(s) {', '.join(neg)} is < 0: the model explains the measured "
+                   "torque worse than none (check the effort's sign, unit (--effort) and joint order)")
+    return out
+
+
 def identify_data(model, data, method: str = "bounded", options: Options | None = None,
                   preprocessing=None, validation=None, progress=None) -> Result:
     """One call from raw samples to a result (for scripts and the identification node).
@@ -240,12 +287,14 @@ def identify_data(model, data, method: str = "bounded", options: Options | None 
     ``data`` / ``validation``: :class:`~.data.JointData` (e.g. ``JointData(t, q, tau)`` from a
     buffer, or :func:`~.data.read_joint_data`); ``preprocessing``: :class:`~.data.Preprocessing`.
     """
-    from .data import preprocess
+    from .data import check_joint_limits, preprocess
     opts = options or Options()
     pset = kind_parameter_set(model, opts.params, stribeck=opts.stribeck)
+    check_joint_limits(data, model.robot)
     problem = build_problem(model, preprocess(data, preprocessing), pset)
     vproblem = None
     if validation is not None:
+        check_joint_limits(validation, model.robot)
         vproblem = build_problem(model, preprocess(validation, preprocessing), pset, what="validation")
     return identify(problem, method, opts, validation=vproblem, progress=progress)
 
@@ -280,4 +329,5 @@ def parameter_error(values, truth) -> np.ndarray:
 
 
 __all__ = ["Options", "Problem", "Result", "build_problem", "identify", "identify_data", "default_box",
+           "result_problems", "MAX_CONDITION",
            "parameter_set", "condition_number", "parameter_error", "correlation_factor"]

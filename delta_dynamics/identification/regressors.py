@@ -170,6 +170,20 @@ class BaseParameters:
     singular_values: np.ndarray
     tol: float
     column_norms: np.ndarray = field(repr=False, default=None)
+    r_factor: np.ndarray = field(repr=False, default=None)   # p x p R of the column-normalised A
+
+    def weakest(self, columns=None) -> tuple:
+        """(condition number, weakest direction) of the column-normalised regressor restricted
+        to ``columns`` (default: all): the right singular vector of the smallest singular
+        value, as {name: component}, largest components first. The parameters it weighs most
+        are the ones the data excite least."""
+        cols = list(range(len(self.names))) if columns is None else list(columns)
+        R = self.r_factor[:, cols]
+        _, sv, vt = np.linalg.svd(R)
+        cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else float("inf")
+        v = vt[-1] * (1.0 if vt[-1][np.argmax(np.abs(vt[-1]))] > 0 else -1.0)
+        order = np.argsort(-np.abs(v))
+        return cond, {self.names[cols[i]]: float(v[i]) for i in order}
 
     @property
     def rank(self) -> int:
@@ -282,4 +296,4 @@ def base_parameters(A, names, tol: float = 1e-6) -> BaseParameters:
     d = np.abs(np.diag(R))
     return BaseParameters(names=tuple(names), independent=tuple(ind), dependent=tuple(dep),
                           beta=beta, zero=zero, diag=d / ref, singular_values=sv, tol=tol,
-                          column_norms=norms)
+                          column_norms=norms, r_factor=R0)

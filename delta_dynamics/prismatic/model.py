@@ -158,6 +158,11 @@ def _identified_parameters(robot) -> "PrismaticParameters | None":
         raise RobotFileError(f"{where}: values and static must be numbers") from None
     if v.shape != (14,) or static.shape != (3,) or not (np.isfinite(v).all() and np.isfinite(static).all()):
         raise RobotFileError(f"{where}: need 14 finite values and 3 finite static forces")
+    from delta_core.plausibility import PRISMATIC_LUMPED_BOUNDS, check_bound
+    for name, x in [*zip(PARAMETER_NAMES, v), *((f"static_{j + 1}", x) for j, x in enumerate(static))]:
+        why = check_bound(PRISMATIC_LUMPED_BOUNDS[PARAMETER_KINDS[name]], x)
+        if why:
+            raise RobotFileError(f"{where}: {name} {why}")
     f = robot.friction
     return PrismaticParameters.from_vector(v, static=tuple(static.tolist()),
                                            stribeck_velocity=f.stribeck_velocity,

@@ -36,13 +36,14 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from delta_core.ros.node_util import DEFAULT_ROBOT, PUB_QOS, STATE_QOS, DropLog, robot_descriptor, run
+from delta_core.ros.node_util import (DEFAULT_ROBOT, PUB_QOS, STATE_QOS, DropLog, add_prefix, declare_prefix,
+                                     robot_descriptor, run)
 from delta_dynamics.ros.robot_param import describe, load_model
 from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
 
 NODE_NAME = "delta_dynamics"
-DESIRED_TOPIC = "/delta/desired_state"
-FEEDFORWARD_TOPIC = "/delta/feedforward"
+DESIRED_TOPIC = "delta/desired_state"            # relative to the node's namespace
+FEEDFORWARD_TOPIC = "delta/feedforward"
 LIMIT_TOLERANCE = 1e-6   # rad, slack on the robot file's position limits
 
 
@@ -69,7 +70,8 @@ class DynamicsNode(Node):
             "friction", True, ParameterDescriptor(
                 description="include the robot file's friction model in the feedforward")).value)
         self._model = load_model(robot)
-        self._names = list(self._model.joint_names)
+        self._prefix = declare_prefix(self)
+        self._names = add_prefix(self._prefix, self._model.joint_names)
         self._perm_cache = (None, None)
         self._drops = DropLog(self.get_logger())
         self.published = 0
@@ -78,7 +80,8 @@ class DynamicsNode(Node):
         self._pub = self.create_publisher(JointState, FEEDFORWARD_TOPIC, PUB_QOS)
         self.create_subscription(JointTrajectory, DESIRED_TOPIC, self._on_desired, STATE_QOS)
         self.create_service(Trigger, "~/reload", self._on_reload)
-        self.get_logger().info(f"robot {describe(self._model)}; {DESIRED_TOPIC} -> {FEEDFORWARD_TOPIC}")
+        self.get_logger().info(f"robot {describe(self._model)}; {self.resolve_topic_name(DESIRED_TOPIC)} -> "
+                               f"{self.resolve_topic_name(FEEDFORWARD_TOPIC)}")
 
     # ------------------------------------------------------------------ model
 
@@ -89,7 +92,7 @@ class DynamicsNode(Node):
 
     def _use(self, model) -> None:
         self._model = model
-        self._names = list(model.joint_names)
+        self._names = add_prefix(self._prefix, model.joint_names)
         self._perm_cache = (None, None)
 
     def _on_set_parameters(self, params) -> SetParametersResult:
@@ -191,7 +194,7 @@ class DynamicsNode(Node):
             p = msg.points[0]
             tau = self._torques(msg.joint_names, p.positions, p.velocities, p.accelerations)
         except DropMessage as e:
-            self._drops.warn(e.kind, f"dropped {DESIRED_TOPIC} message: {e}")
+            self._drops.warn(e.kind, f"dropped {self.resolve_topic_name(DESIRED_TOPIC)} message: {e}")
             return
         out = JointState()
         out.header = msg.header

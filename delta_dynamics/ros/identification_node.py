@@ -42,7 +42,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from delta_core.robot_file import RobotFileError
-from delta_core.ros.node_util import DEFAULT_ROBOT, DropLog, run
+from delta_core.ros.node_util import DEFAULT_ROBOT, DropLog, add_prefix, declare_prefix, run
 from delta_dynamics.ros.robot_param import load_model
 from delta_dynamics.dynamics import regressor_joint
 from delta_dynamics.identification import IdentificationError
@@ -107,7 +107,7 @@ class IdentificationNode(Node):
         p = self.params()
         check_parameters(p)
         self.model = load_model(p["robot"])
-        self.names = list(self.model.joint_names)
+        self.names = add_prefix(declare_prefix(self), self.model.joint_names)   # as on joint_states
         self._lock = threading.Lock()
         # ring buffer, one row per message: t, q(3), qd(3), tau(3), has_qd. Plain numpy rows,
         # not per-message Python objects: a full garbage collection over hundreds of
@@ -123,9 +123,9 @@ class IdentificationNode(Node):
         self.last_result = None
         self._refit_lock = threading.Lock()
         self.pub = self.create_publisher(String, "~/estimate", 10)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
         # a deep queue: a refit or a busy host must not drop samples of the window
-        self.create_subscription(JointState, "/joint_states", self._on_joint_states, WINDOW_QOS)
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, WINDOW_QOS)
         slow = MutuallyExclusiveCallbackGroup()
         self.create_service(Trigger, "~/refit", self._on_refit, callback_group=slow)
         self._push_group = ReentrantCallbackGroup()
@@ -295,10 +295,11 @@ class IdentificationNode(Node):
         done = []
         for target in targets:
             node, _, param = target.partition(":")
-            client = self.create_client(SetParameters, f"/{node}/set_parameters", callback_group=self._push_group)
+            # relative: the node of that name in this node's namespace ("/name" for an absolute one)
+            client = self.create_client(SetParameters, f"{node}/set_parameters", callback_group=self._push_group)
             try:
                 if not client.wait_for_service(timeout_sec=1.0):
-                    self.get_logger().warning(f"cannot push parameters: /{node} is not running")
+                    self.get_logger().warning(f"cannot push parameters: {node} is not running")
                     continue
                 req = SetParameters.Request(parameters=[Parameter(param, value=path).to_parameter_msg()])
                 future = client.call_async(req)

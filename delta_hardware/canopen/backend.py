@@ -171,6 +171,19 @@ class CanopenDriveSet(DriveSet):
         """Whether every drive is ``delta-drive-sim`` (its device name, 0x1008)."""
         return bool(self.axes) and all(ax.device_name.startswith("delta-drive-sim") for ax in self.axes)
 
+    #: s of wall time simulated drives may be silent in simulated time before they count as lost
+    LOCKSTEP_SILENCE = 5.0
+
+    def lockstep(self) -> None:
+        """Run in simulated time with simulated drives (``delta-drive-sim``): every read waits
+        for the answers to its SYNC, and a drive counts as lost (heartbeat consumer time) only
+        after ``LOCKSTEP_SILENCE`` s of silence: a starved simulator process slows the
+        simulation, a dead one is still found. Real drives never run this way."""
+        if not self.simulated:
+            raise DriveError("lockstep (simulated time) needs simulated drives (delta-drive-sim)")
+        self.tpdo_timeout = self.cyclic.tpdo_timeout = self.LOCKSTEP_SILENCE
+        self.monitor.consumer_time = max(self.monitor.consumer_time, self.LOCKSTEP_SILENCE)
+
     @property
     def bus_time(self) -> float:
         """SYNCs sent times the period (s): the time the drives have run through. Simulated

@@ -402,7 +402,7 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
         "drive_rate": r.number(sim.get("drive_rate", 1000.0), "simulation.drive_rate", 0, lo_open=True),
         "torque_noise": r.number(sim.get("torque_noise", 0.0), "simulation.torque_noise", 0),
         "velocity_noise": r.number(sim.get("velocity_noise", 0.0), "simulation.velocity_noise", 0),
-        "sync_timeout": r.number(sim.get("sync_timeout", 1.0), "simulation.sync_timeout", 0, 600),
+        "sync_timeout": r.number(sim.get("sync_timeout", 5.0), "simulation.sync_timeout", 0, 600),
     }
     return DrivesConfig(
         name=name, source=str(path), description=str(data.get("description", "")).strip(),

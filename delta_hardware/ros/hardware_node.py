@@ -44,6 +44,7 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory
 
 from delta_core.robot_file import RobotFileError, load_robot
+from delta_core.ros.node_util import strip_prefix
 from delta_dynamics.model import DeltaModel
 from delta_hardware.control_loop import ControlLoop, LoopConfig, gain_limits
 from delta_hardware.drives import DriveError, make_drives
@@ -75,10 +76,12 @@ class HardwareNode(LifecycleNode):
         self._action_server = None
         self._failure = ""                       # why the loop thread died (error processing)
         self._gains_max = None
+        self.prefix = ""
+        self.joint_names: list = []              # the arm joints as published (with the prefix)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         # always on, in every lifecycle state: events, diagnostics, status
         self.pub_events = self.create_publisher(String, "~/events", QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
-        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
         self.create_service(Trigger, "~/status", self._on_status)
         # on the steady clock: diagnostics go on while simulated time is paused or stopped
         self.create_timer(1.0, self._publish_diagnostics, clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -130,7 +133,7 @@ class HardwareNode(LifecycleNode):
         if len(over):
             i = int(over[0])
             raise ValueError(f"{name}[{i}] = {value[i]:g} is above {bound[i]:.4g}, the largest gain the "
-                             f"{self.loop.cfg.rate:g} Hz loop can run stably on this robot "
+                             f"{self._rate:g} Hz loop can run stably on this robot "
                              f"(docs/ros_interfaces.md, gain bounds)")
 
     # ------------------------------------------------------------------ lifecycle
@@ -153,7 +156,7 @@ class HardwareNode(LifecycleNode):
             use_sim_time = bool(self.get_parameter("use_sim_time").value)
             robot = load_robot(p["robot"])
             self.model = DeltaModel(robot)
-            rate = float(p["control_rate"])
+            rate = self._rate = float(p["control_rate"])
             self._gains_max = gain_limits(self.model, rate)
             for name in ("kp", "kd"):
                 self._check_gain(name, np.array(p[name], dtype=float))
@@ -187,6 +190,10 @@ class HardwareNode(LifecycleNode):
             self.loop = None
             return TransitionCallbackReturn.FAILURE
         self.owns_time = simulated and use_sim_time
+        if self.owns_time and hasattr(self.drives, "lockstep"):
+            self.drives.lockstep()                # simulated drives on the bus: wait for their answers
+        self.prefix = p["prefix"]
+        self.joint_names = [self.prefix + n for n in self.model.joint_names]     # as published
         self.max_step = float(p["max_command_step"])
         self.publish_desired = bool(p["publish_desired_state"])
         self._failure = ""
@@ -304,23 +311,25 @@ class HardwareNode(LifecycleNode):
     def _create_entities(self):
         fast = QoSProfile(depth=10)
         # a deep history: a busy subscriber (identification, recording) catches up, loses nothing
-        self.pub_js = self.create_publisher(JointState, "/joint_states", QoSProfile(depth=JOINT_STATES_DEPTH))
-        self.pub_desired = self.create_publisher(JointTrajectory, "/delta/desired_state", fast)
+        self.pub_js = self.create_publisher(JointState, "joint_states", QoSProfile(depth=JOINT_STATES_DEPTH))
+        self.pub_desired = self.create_publisher(JointTrajectory, "delta/desired_state", fast)
         pubs = [self.pub_js, self.pub_desired]
         self.pub_clock = None
         if self.owns_time:
+            # absolute; a namespaced stack remaps it to <ns>/clock for all its nodes (clock_remap)
             self.pub_clock = self.create_publisher(ClockMsg, "/clock", QoSProfile(depth=1))
             pubs.append(self.pub_clock)
         p = self.params()
         self.intake = TrajectoryIntake(lambda: self.model, self.submit_points, self._reject,
-                                       lambda: (int(p["max_trajectory_points"]), float(p["max_trajectory_duration"])))
+                                       lambda: (int(p["max_trajectory_points"]), float(p["max_trajectory_duration"])),
+                                       prefix=self.prefix)
         subs = [
             self.create_subscription(JointTrajectory, "~/joint_trajectory",
                                      lambda raw: self._on_trajectory("joint trajectory", raw), 10, raw=True),
             self.create_subscription(MultiDOFJointTrajectory, "~/cartesian_trajectory",
                                      lambda raw: self._on_trajectory("cartesian trajectory", raw), 10, raw=True),
-            self.create_subscription(JointState, "/delta/joint_commands", self._on_joint_command, fast),
-            self.create_subscription(JointState, "/delta/feedforward", self._on_feedforward, fast),
+            self.create_subscription(JointState, "delta/joint_commands", self._on_joint_command, fast),
+            self.create_subscription(JointState, "delta/feedforward", self._on_feedforward, fast),
         ]
         srvs = [self.create_service(Trigger, "~/emergency_stop", self._on_estop),
                 self.create_service(Trigger, "~/reset", self._on_reset),
@@ -366,7 +375,7 @@ class HardwareNode(LifecycleNode):
     def _on_cycle(self, out):
         if self.pub_clock is not None:
             self.pub_clock.publish(ClockMsg(clock=to_time(out.time)))
-        names = list(self.model.joint_names)
+        names = self.joint_names
         if out.preview is not None and self.publish_desired:
             d = JointTrajectory()
             d.header.stamp = to_time(out.time + self.loop.period)
@@ -384,6 +393,9 @@ class HardwareNode(LifecycleNode):
         js.velocity = list(out.velocity)
         js.effort = list(out.effort)
         self.pub_js.publish(js)
+        server = self._action_server
+        if server is not None:
+            server.on_cycle(out.time, out.position, out.velocity)
         for e in out.events:
             self.event(e, warn=not e.startswith(("trajectory finished", "back within", "feedforward topic back")))
 
@@ -434,7 +446,7 @@ class HardwareNode(LifecycleNode):
         try:
             if not self._active():
                 raise TrajectoryRejected("the hardware node is not active")
-            kind, order = match_joint_names(self.model, msg.name)
+            kind, order = match_joint_names(self.model, strip_prefix(self.prefix, msg.name))
             if kind != "joint":
                 raise TrajectoryRejected("joint commands must name the arm joints")
             q = pick(msg.position, order, "position", msg.name)
@@ -466,7 +478,7 @@ class HardwareNode(LifecycleNode):
         if self.loop is None:
             return
         try:
-            kind, order = match_joint_names(self.model, msg.name)
+            kind, order = match_joint_names(self.model, strip_prefix(self.prefix, msg.name))
             tau = pick(msg.effort, order, "effort", msg.name)
         except (TrajectoryRejected, ValueError):
             return
@@ -516,7 +528,8 @@ class HardwareNode(LifecycleNode):
         the drives, the time base and the loop's counters."""
         lifecycle = self._state_machine.current_state[1]
         loop = self.loop
-        st = {"lifecycle": lifecycle, "active": self._active(),
+        st = {"node": self.get_fully_qualified_name(), "joint_names": self.joint_names,
+              "lifecycle": lifecycle, "active": self._active(),
               "stopped": (loop.stopped_reason if loop is not None else "") or self._failure,
               "drives": self.drives.state.value if self.drives is not None else "closed",
               "time": self.now(), "clock": "sim" if self.owns_time else "wall"}
@@ -563,8 +576,13 @@ class HardwareNode(LifecycleNode):
 
 
 def _started() -> "HardwareNode":
+    import gc
     node = HardwareNode()
     node.start()
+    # the objects of the start-up (modules, the model, the drives) leave the collector's view:
+    # a full collection then walks only what the loop and the callbacks allocate since
+    gc.collect()
+    gc.freeze()
     return node
 
 

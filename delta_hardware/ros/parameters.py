@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from delta_core.ros.names import PREFIX_RULE
+
 
 @dataclass(frozen=True)
 class Param:
@@ -52,12 +54,24 @@ PARAMETERS = {
     "cpu_affinity": Param(-1, "CPU the loop thread is pinned to (-1: any)"),
     "lock_memory": Param(False, "mlockall the process (recommended for real drives)"),
     "autostart": Param(True, "walk the lifecycle to active at start-up"),
+    "prefix": Param("", "joint and frame name prefix (e.g. r1_): on every joint name published and received"),
+    "action_monitor_rate": Param(20.0, "Hz of the FollowJointTrajectory feedback (joint_trajectory_controller's "
+                                       "action_monitor_rate)"),
+    "action_path_tolerance": Param(0.0, "rad (m): default path tolerance of FollowJointTrajectory goals, per "
+                                        "joint (0: none; a goal's own tolerances win)"),
+    "action_goal_tolerance": Param(0.0, "rad (m): default goal tolerance of FollowJointTrajectory goals, per "
+                                        "joint (0: none; a goal's own tolerances win)"),
+    "action_goal_time": Param(0.0, "s after the end a FollowJointTrajectory goal may take to reach its goal "
+                                   "tolerance (0: no limit, as joint_trajectory_controller's constraints.goal_time)"),
+    "action_start_tolerance": Param(0.01, "rad: a FollowJointTrajectory point at time 0 may be this far from the "
+                                          "setpoint and is then dropped (MoveIt's allowed_start_tolerance)"),
     "can_interface": Param("virtual", "canopen: python-can interface"),
     "can_channel": Param("vcan0", "canopen: channel"),
     "drives_config": Param("", "canopen: config/drives/<name>.yaml or a path"),
 }
 
 HARDWARE = ("sim", "mock", "canopen")
+PREFIX = PREFIX_RULE
 FEEDFORWARD = ("topic", "model", "none")
 MIN_RATE, MAX_RATE = 100.0, 2000.0
 
@@ -103,6 +117,13 @@ def _rules(p: dict):
     yield number("max_trajectory_duration", 0.0, 7 * 86400.0, lo_open=True)
     yield "thread_priority", isinstance(p["thread_priority"], int) and 0 <= p["thread_priority"] <= 99, \
         "must be an integer 0-99 (0: normal scheduling)"
+    yield "prefix", isinstance(p["prefix"], str) and bool(PREFIX.match(p["prefix"])), \
+        "must be empty or a letter followed by letters, digits or '_' (e.g. r1_)"
+    yield number("action_monitor_rate", 0.0, 1000.0, lo_open=True)
+    yield number("action_path_tolerance", 0.0)
+    yield number("action_goal_tolerance", 0.0)
+    yield number("action_goal_time", 0.0)
+    yield number("action_start_tolerance", 0.0, 1.0)
     yield "cpu_affinity", isinstance(p["cpu_affinity"], int) and p["cpu_affinity"] >= -1, \
         "must be -1 (any CPU) or a CPU index"
 

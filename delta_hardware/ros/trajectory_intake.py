@@ -59,10 +59,20 @@ def _column(values, order, what, names):
     return v[order]
 
 
-def joint_points(model, msg):
+def _unprefixed(prefix, names):
+    if not prefix:
+        return list(names)
+    bad = [n for n in names if not n.startswith(prefix)]
+    if bad:
+        raise TrajectoryRejected(f"joint names {bad} lack this robot's prefix {prefix!r}")
+    return [n[len(prefix):] for n in names]
+
+
+def joint_points(model, msg, prefix: str = ""):
     """(q, qd, qdd, times, start) in joint space from a JointTrajectory (arm or platform
-    joints; any object with the message's fields: rclpy's or rosbags')."""
-    kind, order = match_joint_names(model, msg.joint_names)
+    joints, each name with the robot's joint name ``prefix``; any object with the message's
+    fields: rclpy's or rosbags')."""
+    kind, order = match_joint_names(model, _unprefixed(prefix, msg.joint_names))
     if not len(msg.points):
         raise TrajectoryRejected("trajectory has no points")
     names = list(msg.joint_names)
@@ -90,7 +100,7 @@ def joint_points(model, msg):
     return q, qd, qdd, times, _seconds(msg.header.stamp)
 
 
-def cartesian_points(model, msg):
+def cartesian_points(model, msg, prefix: str = ""):
     """(q, qd, qdd, times, start) from a MultiDOFJointTrajectory of platform positions."""
     if not len(msg.points):
         raise TrajectoryRejected("trajectory has no points")
@@ -120,15 +130,16 @@ class TrajectoryIntake:
 
     ``submit(source, q, qd, qdd, times, start)`` (the node's) builds, validates and submits a
     plan; ``reject(source, reason)`` reports a refusal. ``limits()`` gives the current
-    (max_points, max_duration). Messages wait in a queue of ``depth``; when it is full the
+    (max_points, max_duration); ``prefix`` is the robot's joint name prefix. Messages wait in a queue of ``depth``; when it is full the
     oldest waiting one is dropped and reported (the newest command wins, as on the topic).
     """
 
     KINDS = {"joint trajectory": (JOINT_TRAJECTORY, joint_points),
              "cartesian trajectory": (MULTI_DOF_TRAJECTORY, cartesian_points)}
 
-    def __init__(self, model_of, submit, reject, limits, depth: int = 4):
+    def __init__(self, model_of, submit, reject, limits, depth: int = 4, prefix: str = ""):
         self.model_of = model_of
+        self.prefix = prefix
         self.submit = submit
         self.reject = reject
         self.limits = limits
@@ -176,7 +187,7 @@ class TrajectoryIntake:
         if len(msg.points) > max_points:
             raise TrajectoryRejected(f"{len(msg.points)} points, more than max_trajectory_points {max_points}")
         model = self.model_of()
-        q, qd, qdd, times, start = convert(model, msg)
+        q, qd, qdd, times, start = convert(model, msg, self.prefix)
         if len(times) and np.isfinite(times).all() and times.max() > max_duration:
             raise TrajectoryRejected(f"lasts {times.max():.6g} s, longer than max_trajectory_duration "
                                      f"{max_duration:g} s")

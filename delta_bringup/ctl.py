@@ -1,0 +1,287 @@
+"""delta-ctl: everyday calls to a running delta_robot stack, without ``ros2`` or a script.
+
+    delta-ctl status                        # lifecycle, stopped?, drives, time (JSON); exit 1 if not active
+    delta-ctl events [--follow]             # the hardware node's events (--follow: until Ctrl-C)
+    delta-ctl estop                         # emergency stop: every axis quick-stopped, holding
+    delta-ctl reset                         # clear the stop, hold where the robot is
+    delta-ctl move 0.05 0.0 -0.75 [--duration 1.5] [--wait]   # platform to a point (m, base_link)
+    delta-ctl move --joints 0.3 0.3 0.3                       # arm joints to angles (rad)
+    delta-ctl run trajectory.csv [--approach 2] [--wait]      # a platform trajectory file
+    delta-ctl pause | resume                # simulated time (the simulated robot, use_sim_time)
+
+Options before the command: ``--namespace r1`` (the stack's namespace, as
+``delta-bringup --namespace``), ``--prefix r1_`` (its joint name prefix), ``--node`` (the
+hardware node's name, default ``delta_hardware``), ``--timeout`` (s to wait for the stack).
+The stack is found on the ROS network of ``ROS_DOMAIN_ID`` (and
+``ROS_AUTOMATIC_DISCOVERY_RANGE``): the same values as the stack's, or nothing is found.
+
+``move`` and ``run`` publish on ``<node>/joint_trajectory`` and wait for the node's verdict
+(accepted / rejected with the reason); ``--wait`` also waits for the end of the motion. A
+trajectory file is a ``delta-dynamics`` platform trajectory CSV (``t,x,y,z[,xd,...,zdd]``,
+``delta_dynamics/trajectory_io.py``); it starts ``--approach`` s from now (the robot moves to
+its first point meanwhile) when its first time is 0.
+
+Exit status: 0 done; 1 the stack refused or is not running (the reason on stderr); 2 bad
+arguments or input file, ``delta-ctl: error: <message>``, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+PROG = "delta-ctl"
+PLATFORM = ("platform_x", "platform_y", "platform_z")
+
+
+class Failed(RuntimeError):
+    """The stack refused or did not answer (exit 1)."""
+
+
+def _number(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+    return v
+
+
+def _positive(text):
+    v = _number(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    ap.add_argument("--namespace", default="", help="the stack's ROS namespace (e.g. r1)")
+    ap.add_argument("--prefix", default="", help="the stack's joint name prefix (e.g. r1_)")
+    ap.add_argument("--node", default="delta_hardware", help="the hardware node's name (default delta_hardware)")
+    ap.add_argument("--timeout", type=_positive, default=10.0, help="s to wait for the stack (default 10)")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="command")
+    sub.add_parser("status", help="lifecycle state, stop reason, drives, time (JSON)")
+    p = sub.add_parser("events", help="print the hardware node's events")
+    p.add_argument("--follow", "-f", action="store_true", help="until Ctrl-C (default: for --seconds)")
+    p.add_argument("--seconds", type=_positive, default=2.0, help="s to listen without --follow (default 2)")
+    sub.add_parser("estop", help="emergency stop: every axis quick-stopped, holding")
+    sub.add_parser("reset", help="clear the stop and hold where the robot is")
+    sub.add_parser("pause", help="pause simulated time")
+    sub.add_parser("resume", help="resume simulated time")
+    p = sub.add_parser("move", help="platform to a point (x y z, m) or --joints (rad)")
+    p.add_argument("point", nargs="*", type=_number, help="x y z in metres (base_link)")
+    p.add_argument("--joints", nargs=3, type=_number, metavar=("Q1", "Q2", "Q3"), help="arm joint angles (rad)")
+    p.add_argument("--duration", type=_positive, default=1.5, help="s the motion takes (default 1.5)")
+    p.add_argument("--wait", action="store_true", help="wait for the end of the motion")
+    p = sub.add_parser("run", help="run a platform trajectory CSV file")
+    p.add_argument("file", help="t,x,y,z[,xd,yd,zd,xdd,ydd,zdd] CSV (delta-dynamics trajectory)")
+    p.add_argument("--approach", type=_positive, default=2.0,
+                   help="s to reach the first point when the file starts at t = 0 (default 2)")
+    p.add_argument("--wait", action="store_true", help="wait for the end of the motion")
+    return ap
+
+
+def parse_args(argv):
+    from delta_core.ros.names import check_namespace, check_prefix
+    ap = parser()
+    args = ap.parse_args(argv)
+    try:
+        args.namespace = check_namespace(args.namespace)
+        check_prefix(args.prefix)
+    except ValueError as e:
+        ap.error(str(e))
+    if args.command == "move":
+        if (args.joints is None) == (len(args.point) != 3) or (args.joints is not None and args.point):
+            ap.error("move takes a point x y z (m) or --joints Q1 Q2 Q3 (rad)")
+    return args
+
+
+def trajectory_points(args):
+    """(joint names without prefix, [(t, positions, velocities, accelerations)]) to send."""
+    if args.command == "move":
+        if args.joints is not None:
+            return None, [(args.duration, list(args.joints), [0.0] * 3, [0.0] * 3)]
+        return list(PLATFORM), [(args.duration, list(args.point), [0.0] * 3, [0.0] * 3)]
+    from delta_dynamics.trajectory_io import read_trajectory
+    tr = read_trajectory(args.file).trajectory
+    t = tr.t - tr.t[0] + (args.approach if tr.t[0] == 0 else 0.0)
+    return list(PLATFORM), [(float(t[k]), tr.X[k].tolist(), tr.Xd[k].tolist(), tr.Xdd[k].tolist())
+                            for k in range(len(t))]
+
+
+class Stack:
+    """A client node (private context) in the stack's namespace."""
+
+    def __init__(self, args):
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import String
+        self.args = args
+        self.context = Context()
+        rclpy.init(context=self.context, args=[])
+        self.node = rclpy.create_node("delta_ctl", namespace=args.namespace or "/", context=self.context,
+                                      use_global_arguments=False, start_parameter_services=False)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.events = []
+        self.base = f"{args.node}/"
+        self.node.create_subscription(String, self.base + "events", lambda m: self.events.append(m.data),
+                                      QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
+
+    def close(self):
+        import rclpy
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+    def spin(self, seconds: float, until=None) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.05)
+            if until is not None and until():
+                return True
+        return until() if until is not None else True
+
+    def where(self) -> str:
+        return f"{self.args.namespace}/{self.args.node}" if self.args.namespace else f"/{self.args.node}"
+
+    def call(self, srv_type, name, request):
+        client = self.node.create_client(srv_type, self.base + name)
+        try:
+            if not self.spin(self.args.timeout, client.service_is_ready):
+                raise Failed(f"no {self.where()}/{name} service within {self.args.timeout:g} s: is the stack "
+                             f"running, with the same ROS_DOMAIN_ID and namespace?")
+            future = client.call_async(request)
+            if not self.spin(self.args.timeout, future.done):
+                raise Failed(f"{self.where()}/{name} did not answer within {self.args.timeout:g} s")
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def trigger(self, name) -> int:
+        from std_srvs.srv import Trigger
+        res = self.call(Trigger, name, Trigger.Request())
+        print(res.message)
+        return 0 if res.success else 1
+
+    def status(self) -> int:
+        from std_srvs.srv import Trigger
+        res = self.call(Trigger, "status", Trigger.Request())
+        try:
+            print(json.dumps(json.loads(res.message), indent=2))
+        except ValueError:
+            print(res.message)
+        return 0 if res.success else 1
+
+    def pause(self, paused: bool) -> int:
+        from std_srvs.srv import SetBool
+        res = self.call(SetBool, "pause", SetBool.Request(data=paused))
+        print(res.message)
+        return 0 if res.success else 1
+
+    def follow_events(self, follow: bool, seconds: float) -> int:
+        shown = 0
+        deadline = None if follow else time.monotonic() + seconds
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                self.executor.spin_once(timeout_sec=0.1)
+                while shown < len(self.events):
+                    print(self.events[shown], flush=True)
+                    shown += 1
+        except KeyboardInterrupt:
+            pass
+        return 0
+
+    def send(self, names, points, wait: bool) -> int:
+        from builtin_interfaces.msg import Duration
+        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+        pub = self.node.create_publisher(JointTrajectory, self.base + "joint_trajectory", 10)
+        if not self.spin(self.args.timeout, lambda: pub.get_subscription_count() > 0):
+            raise Failed(f"nobody subscribes {self.where()}/joint_trajectory within {self.args.timeout:g} s: "
+                         f"is the stack running, with the same ROS_DOMAIN_ID and namespace?")
+        if names is None:
+            names = self._arm_names()
+        msg = JointTrajectory(joint_names=[self.args.prefix + n for n in names])
+        for t, q, qd, qdd in points:
+            msg.points.append(JointTrajectoryPoint(
+                positions=q, velocities=qd, accelerations=qdd,
+                time_from_start=Duration(sec=int(t), nanosec=min(int(round((t - int(t)) * 1e9)), 999_999_999))))
+        self.spin(0.3)                                      # the events subscription matched too
+        n0 = len(self.events)
+        pub.publish(msg)
+        verdict = lambda: next((e for e in self.events[n0:] if "trajectory accepted" in e  # noqa: E731
+                                or "trajectory rejected" in e), None)
+        if not self.spin(max(self.args.timeout, 30.0), lambda: verdict() is not None):
+            raise Failed(f"{self.where()} did not answer the trajectory")
+        print(verdict())
+        if "rejected" in verdict():
+            return 1
+        if wait:
+            end = lambda: next((e for e in self.events[n0:] if e.startswith(("trajectory finished", "quick stop",  # noqa: E731
+                                                                              "fault", "emergency stop"))), None)
+            self.spin(points[-1][0] * 100 + 60, lambda: end() is not None)
+            if end() is None:
+                raise Failed("the motion did not end in time")
+            print(end())
+            return 0 if end().startswith("trajectory finished") else 1
+        return 0
+
+    def _arm_names(self):
+        """The arm joint names from the stack's status (the robot file's, without prefix)."""
+        from std_srvs.srv import Trigger
+        res = self.call(Trigger, "status", Trigger.Request())
+        try:
+            names = json.loads(res.message).get("joint_names")
+        except ValueError:
+            names = None
+        if not names:
+            raise Failed("the hardware node did not say its joint names (status)")
+        return [n[len(self.args.prefix):] if n.startswith(self.args.prefix) else n for n in names]
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else list(argv))
+    points = None
+    if args.command in ("move", "run"):
+        try:
+            names, points = trajectory_points(args)
+        except (OSError, ValueError) as e:                  # CsvError is a ValueError
+            print(f"{PROG}: error: {getattr(e, 'filename', None) or ''}{': ' if getattr(e, 'filename', None) else ''}"
+                  f"{getattr(e, 'strerror', None) or e}", file=sys.stderr)
+            return 2
+    from delta_bringup.main import missing_ros
+    missing = missing_ros()
+    if missing:
+        print(f"{PROG}: error: {missing}", file=sys.stderr)
+        return 2
+    stack = Stack(args)
+    try:
+        if args.command == "status":
+            return stack.status()
+        if args.command == "events":
+            return stack.follow_events(args.follow, args.seconds)
+        if args.command == "estop":
+            return stack.trigger("emergency_stop")
+        if args.command == "reset":
+            return stack.trigger("reset")
+        if args.command in ("pause", "resume"):
+            return stack.pause(args.command == "pause")
+        return stack.send(names, points, args.wait)
+    except Failed as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        stack.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

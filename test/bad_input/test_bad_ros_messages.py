@@ -1,0 +1,247 @@
+"""Bad messages, service calls and parameters for the hardware node, over real DDS: every case
+is refused with its reason on ``~/events`` (or in the service/parameter answer), the robot holds
+still, the node lives. The cases are data: add a row to a table.
+
+Tables: TRAJECTORIES (``~/joint_trajectory``), CARTESIAN (``~/cartesian_trajectory``),
+COMMANDS (``/delta/joint_commands``), RUNTIME_PARAMETERS (``set_parameters`` while active),
+START_PARAMETERS (a node started with the value stays unconfigured, the log names it).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from builtin_interfaces.msg import Duration, Time
+from geometry_msgs.msg import Transform, Vector3
+from lifecycle_msgs.srv import GetState
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory,
+                                 MultiDOFJointTrajectoryPoint)
+
+from ros_helpers import ARMS, SIM_TIME, HardwareProbe, NodeProcess, RosClient
+
+pytestmark = pytest.mark.ros
+NAN, INF = math.nan, math.inf
+PLATFORM = ["platform_x", "platform_y", "platform_z"]
+HOLD = "HOLD"                     # placeholder: the robot's current joint positions
+
+
+def _dur(t):
+    sec = math.floor(t) if math.isfinite(t) else 0
+    return Duration(sec=int(sec), nanosec=int(round((t - sec) * 1e9)) if math.isfinite(t) else 0)
+
+
+# (id, joint names, points: (time, positions[, velocities[, accelerations]]), expected text)
+TRAJECTORIES = [
+    ("nan-position", ARMS, [(1.0, [NAN, 0.2, 0.2])], "positions must be finite"),
+    ("inf-position", ARMS, [(1.0, [0.2, INF, 0.2])], "positions must be finite"),
+    ("nan-velocity", ARMS, [(1.0, [0.2, 0.2, 0.2], [NAN, 0, 0])], "velocities must be finite"),
+    ("unknown-joint", ["arm_1_joint", "arm_2_joint", "gripper"], [(1.0, [0.2, 0.2, 0.2])], "unknown joint names ['gripper']"),
+    ("repeated-joint", ["arm_1_joint", "arm_1_joint", "arm_3_joint"], [(1.0, [0.2, 0.2, 0.2])], "joint names repeat"),
+    ("two-joints", ["arm_1_joint", "arm_2_joint"], [(1.0, [0.2, 0.2])], "must be all of"),
+    ("mixed-kinds", ["arm_1_joint", "platform_y", "platform_z"], [(1.0, [0.2, 0.0, -0.7])], "must be all of"),
+    ("no-names", [], [(1.0, [])], "must be all of"),
+    ("no-points", ARMS, [], "trajectory has no points"),
+    ("times-decrease", ARMS, [(1.0, [0.2, 0.2, 0.2]), (0.5, [0.3, 0.3, 0.3])], "time_from_start must increase"),
+    ("times-repeat", ARMS, [(1.0, [0.2, 0.2, 0.2]), (1.0, [0.3, 0.3, 0.3])], "time_from_start must increase"),
+    ("short-positions", ARMS, [(1.0, [0.2, 0.2])], "point 0: positions has 2 values for 3 joint names"),
+    ("long-positions", ARMS, [(1.0, [0.2, 0.2, 0.2, 0.2])], "positions has 4 values"),
+    ("no-positions", ARMS, [(1.0, [])], "every point needs positions"),
+    ("some-velocities", ARMS, [(0.5, [0.2, 0.2, 0.2], [0, 0, 0]), (1.0, [0.3, 0.3, 0.3])],
+     "velocities must be given for every point or for none"),
+    ("accelerations-alone", ARMS, [(1.0, [0.2, 0.2, 0.2], [], [0, 0, 0])], "accelerations need velocities"),
+    ("beyond-limits", ARMS, [(2.0, [1.8, 0.2, 0.2])], "leaves its limits"),
+    ("unreachable-platform", PLATFORM, [(1.0, [0.0, 0.0, -3.0])], "unreachable"),
+    ("platform-above-base", PLATFORM, [(1.0, [0.0, 0.0, 0.5])], "for platform position (0, 0, 0.5) m"),
+    ("too-fast", ARMS, [(0.05, [1.2, 0.2, 0.2])], "too fast"),
+    ("jump-at-zero", ARMS, [(0.0, [1.0, 1.0, 1.0]), (1.0, [0.3, 0.3, 0.3])], "a jump"),
+    ("too-long", ARMS, [(1e5, HOLD)], "longer than max_trajectory_duration 3600 s"),
+    ("huge-time", ARMS, [(2.0e9, HOLD)], "longer than max_trajectory_duration"),
+]
+
+
+@pytest.fixture(scope="module")
+def robot():
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_bad",
+                       "-r", "/joint_states:=/bad/joint_states", "-r", "/delta/joint_commands:=/bad/joint_commands",
+                       "-p", "feedforward:=model", *SIM_TIME)
+    client = RosClient("bad_messages")
+    probe = HardwareProbe(client, node="delta_hw_bad", joint_states="/bad/joint_states")
+    probe.cmd = client.node.create_publisher(JointState, "/bad/joint_commands", 10)
+    try:
+        probe.wait_ready(60)
+        probe.node = node
+        yield probe
+    finally:
+        client.close()
+        assert node.stop() == 0, node.output()[-3000:]
+        assert "Traceback" not in node.output(), node.output()[-3000:]
+        node.close()
+
+
+def _holds_still_and_lives(robot, q0):
+    robot.wait_sim(0.15)
+    assert np.abs(robot.q - q0).max() < 1e-4, "the robot moved"
+    assert robot.node.proc.poll() is None, "the node died"
+    assert robot.c.call(robot.get_state, GetState.Request()).current_state.label == "active"
+
+
+@pytest.mark.parametrize("case", TRAJECTORIES, ids=[c[0] for c in TRAJECTORIES])
+def test_bad_joint_trajectory(robot, case):
+    _, names, points, expect = case
+    robot.wait_sim(0.05)
+    q0 = robot.q.copy()
+    msg = JointTrajectory(joint_names=list(names))
+    for p in points:
+        t, pos, *rest = p
+        pt = JointTrajectoryPoint(positions=list(q0) if pos == HOLD else list(pos), time_from_start=_dur(t))
+        if rest:
+            pt.velocities = list(rest[0])
+        if len(rest) > 1:
+            pt.accelerations = list(rest[1])
+        msg.points.append(pt)
+    n0 = len(robot.events)
+    robot.traj.publish(msg)
+    event = robot.event_after(n0, "rejected")
+    assert expect in event, event
+    _holds_still_and_lives(robot, q0)
+
+
+def test_a_trajectory_that_ended_before_it_arrived(robot):
+    robot.wait_sim(0.05)
+    q0 = robot.q.copy()
+    msg = JointTrajectory(joint_names=ARMS, points=[JointTrajectoryPoint(positions=list(q0 + 0.01),
+                                                                         time_from_start=_dur(0.5))])
+    msg.header.stamp = Time(sec=0, nanosec=1)             # 1 ns after the epoch: long over
+    n0 = len(robot.events)
+    robot.traj.publish(msg)
+    assert "trajectory ended" in robot.event_after(n0, "rejected")
+    _holds_still_and_lives(robot, q0)
+
+
+def test_too_many_points(robot):
+    robot.wait_sim(0.05)
+    q0 = robot.q.copy()
+    msg = JointTrajectory(joint_names=ARMS)
+    msg.points = [JointTrajectoryPoint(positions=list(q0), time_from_start=_dur(0.01 * (k + 1)))
+                  for k in range(100_001)]
+    n0 = len(robot.events)
+    robot.traj.publish(msg)
+    assert "more than max_trajectory_points 100000" in robot.event_after(n0, "rejected", timeout=120)
+    _holds_still_and_lives(robot, q0)
+
+
+# (id, points as (time, position or None, velocity or None), expected text)
+CARTESIAN = [
+    ("no-transform", [(1.0, None, None)], "no transform"),
+    ("nan-position", [(1.0, [NAN, 0.0, -0.7], None)], "platform position must be finite"),
+    ("unreachable", [(1.0, [0.0, 0.0, -3.0], None)], "unreachable"),
+    ("some-velocities", [(0.5, [0.0, 0.0, -0.7], [0, 0, 0]), (1.0, [0.01, 0.0, -0.7], None)],
+     "velocities must be given for every point or for none"),
+    ("no-points", [], "trajectory has no points"),
+]
+
+
+@pytest.mark.parametrize("case", CARTESIAN, ids=[c[0] for c in CARTESIAN])
+def test_bad_cartesian_trajectory(robot, case):
+    _, points, expect = case
+    robot.wait_sim(0.05)
+    q0 = robot.q.copy()
+    msg = MultiDOFJointTrajectory(joint_names=["platform"])
+    for t, X, V in points:
+        p = MultiDOFJointTrajectoryPoint(time_from_start=_dur(t))
+        if X is not None:
+            p.transforms = [Transform(translation=Vector3(x=X[0], y=X[1], z=X[2]))]
+        if V is not None:
+            from geometry_msgs.msg import Twist
+            p.velocities = [Twist(linear=Vector3(x=V[0], y=V[1], z=V[2]))]
+        msg.points.append(p)
+    n0 = len(robot.events)
+    robot.cart.publish(msg)
+    event = robot.event_after(n0, "rejected")
+    assert expect in event, event
+    _holds_still_and_lives(robot, q0)
+
+
+# (id, names, position (HOLD+offset: a list of offsets from the current position), effort, expected)
+COMMANDS = [
+    ("unknown-joint", ["arm_1_joint", "arm_2_joint", "x"], [0.2, 0.2, 0.2], [], "unknown joint names"),
+    ("platform-joints", PLATFORM, [0.0, 0.0, -0.7], [], "must name the arm joints"),
+    ("nothing", ARMS, [], [], "needs position or effort"),
+    ("nan-position", ARMS, ("offset", [NAN, 0, 0]), [], "position must be finite"),
+    ("inf-effort", ARMS, [], [INF, 0.0, 0.0], "effort must be finite"),
+    ("short-position", ARMS, [0.2, 0.2], [], "position has 2 values for 3 joint names"),
+    ("beyond-limits", ARMS, [1.8, 0.3, 0.3], [], "outside its limits"),
+    ("too-far", ARMS, ("offset", [0.5, 0, 0]), [], "too far"),
+    ("effort-over-limit", ARMS, [], [500.0, 0.0, 0.0], "exceeds the torque limits"),
+]
+
+
+@pytest.mark.parametrize("case", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_bad_joint_command(robot, case):
+    _, names, position, effort, expect = case
+    robot.wait_sim(0.05)
+    q0 = robot.q.copy()
+    if isinstance(position, tuple):
+        position = (q0 + np.array(position[1])).tolist()
+    n0 = len(robot.events)
+    robot.cmd.publish(JointState(name=list(names), position=list(position), effort=list(effort)))
+    event = robot.event_after(n0, "joint command rejected")
+    assert expect in event, event
+    _holds_still_and_lives(robot, q0)
+
+
+# (id, parameter, value, expected text of the refusal)
+RUNTIME_PARAMETERS = [
+    ("kp-nan", "kp", [NAN, 600.0, 600.0], "kp must be 3 finite numbers"),
+    ("kp-two", "kp", [600.0, 600.0], "kp must be 3 finite numbers"),
+    ("kp-negative", "kp", [-1.0, 600.0, 600.0], "kp must be 3 finite numbers >= 0"),
+    ("kd-unstable", "kd", [5000.0, 30.0, 30.0], "the largest gain the 500 Hz loop can run stably"),
+    ("kp-unstable", "kp", [1e6, 600.0, 600.0], "the largest gain"),
+    ("feedforward-unknown", "feedforward", "magic", "feedforward must be one of topic, model, none"),
+    ("feedforward-robot-missing", "feedforward_robot", "/no/such/robot.yaml", "robot file not found"),
+    ("control-rate-while-active", "control_rate", 1000.0, "can only change while unconfigured"),
+    ("robot-while-active", "robot", "d3s800", "can only change while unconfigured"),
+    ("pause-at-negative", "pause_at", -1.0, "pause_at must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("case", RUNTIME_PARAMETERS, ids=[c[0] for c in RUNTIME_PARAMETERS])
+def test_bad_runtime_parameter(robot, case):
+    _, name, value, expect = case
+    robot.wait_sim(0.05)
+    q0 = robot.q.copy()
+    res = robot.c.set_parameter("delta_hw_bad", name, value)
+    assert not res.successful and expect in res.reason, res.reason
+    _holds_still_and_lives(robot, q0)
+
+
+# (id, --ros-args -p value, expected text in the log: the node stays unconfigured)
+START_PARAMETERS = [
+    ("control-rate-too-low", "control_rate:=2.0", "control_rate must be >= 100"),
+    ("max-command-step-nan", "max_command_step:=.nan", "max_command_step must be a finite number"),
+    ("hardware-unknown", "hardware:=robotnik", "hardware must be one of sim, mock, canopen"),
+    ("thread-priority-200", "thread_priority:=200", "thread_priority must be an integer 0-99"),
+    ("real-time-factor-negative", "real_time_factor:=-1.0", "real_time_factor must be >= 0"),
+    ("kd-too-large", "kd:=[5000.0,30.0,30.0]", "the largest gain"),
+    ("plant-unknown", "plant:=gazebo", "plant must be one of explicit, multibody, mujoco"),
+    ("max-trajectory-points-0", "max_trajectory_points:=0", "max_trajectory_points must be an integer 2"),
+]
+
+
+@pytest.mark.parametrize("case", START_PARAMETERS, ids=[c[0] for c in START_PARAMETERS])
+def test_bad_start_parameter_leaves_the_node_unconfigured(case):
+    _, arg, expect = case
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_badp", "-p", arg, *SIM_TIME)
+    client = RosClient("bad_start")
+    try:
+        get = client.node.create_client(GetState, "/delta_hw_badp/get_state")
+        assert node.wait_for_output("configure failed", 60), node.output()[-2000:]
+        assert expect in node.output(), node.output()[-2000:]
+        assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
+    finally:
+        client.close()
+        assert node.stop() == 0
+        assert "Traceback" not in node.output()
+        node.close()

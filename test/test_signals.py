@@ -1,0 +1,104 @@
+"""Every way a user stops the stack ends it cleanly: ``delta-bringup`` and the node processes
+exit 0 on SIGINT and SIGTERM, started from a terminal (Ctrl-C reaches the whole foreground
+process group), as a background job of a non-interactive script (which starts with SIGINT
+ignored), or by a supervisor's SIGTERM; no node process is left behind. (``ros2 launch``:
+test_launch_files.py.)"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ros_helpers import SIM_TIME, NodeProcess
+
+pytestmark = pytest.mark.ros
+
+
+def _children(pid):
+    """PIDs whose parent is ``pid``."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _wait_up(proc, log, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "active: holding position" in log.read_text(errors="replace") and len(_children(proc.pid)) >= 4:
+            return
+        assert proc.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.2)
+    raise AssertionError("the stack did not come up:\n" + log.read_text()[-3000:])
+
+
+@pytest.mark.parametrize("how", ["terminal Ctrl-C", "background job SIGINT", "SIGTERM"])
+def test_delta_bringup_exits_cleanly_with_every_node(how, tmp_path):
+    log = tmp_path / "bringup.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "delta_bringup.main"]
+    with open(log, "w") as out:
+        if how == "background job SIGINT":
+            # bash without job control starts background jobs with SIGINT ignored
+            proc = subprocess.Popen(["bash", "-c", f"{' '.join(cmd)} & echo $! ; wait"], stdout=subprocess.PIPE,
+                                    stderr=out, env=env, text=True, start_new_session=True)
+            pid = int(proc.stdout.readline())
+            target = pid
+        else:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            target = proc.pid
+    try:
+        class P:
+            pid = target
+
+            @staticmethod
+            def poll():
+                return None if _alive(target) else 0
+        _wait_up(P, log)
+        nodes = _children(target)
+        if how == "terminal Ctrl-C":
+            os.killpg(os.getpgid(target), signal.SIGINT)
+        elif how == "background job SIGINT":
+            os.kill(target, signal.SIGINT)
+        else:
+            os.kill(target, signal.SIGTERM)
+        rc = proc.wait(40)
+        text = log.read_text(errors="replace")
+        assert rc == 0, text[-3000:]
+        assert "Traceback" not in text, text[-3000:]
+        left = [p for p in nodes if _alive(p)]
+        assert not left, f"node processes left behind: {left}"
+    finally:
+        if proc.poll() is None:
+            os.killpg(os.getpgid(proc.pid), signal.SIGKILL)
+            proc.wait(5)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_hardware_node_exits_cleanly(sig):
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_sig", *SIM_TIME)
+    try:
+        assert node.wait_for_output("active: holding position", 60), node.output()[-2000:]
+        node.proc.send_signal(sig)
+        assert node.proc.wait(20) == 0, node.output()[-3000:]
+        for bad in ("Traceback", "Exception ignored", "leaked"):
+            assert bad not in node.output(), node.output()[-3000:]
+    finally:
+        node.close()
