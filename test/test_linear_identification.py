@@ -156,3 +156,13 @@ def test_a_negative_identified_mass_is_clipped_in_the_file_and_kept_exactly_in_t
     with pytest.raises(IdentificationError, match="no such preset"):
         model_from_robot_file("no_such_linear_robot")
     assert math.isfinite(new.mass.rod.inertia)
+
+
+def test_implausible_identified_values_in_a_linear_robot_file_are_refused_by_name():
+    from delta_core.robot_file import RobotFileError
+    v = NOMINAL.params.as_vector()
+    v[1] = -1e4                                                  # m_r far beyond any rod pair
+    md = {"identified": {"lumped_parameters": {"names": list(alg.parameter_names(NOMINAL)),
+                                               "values": v.tolist(), "static": [0.0, 0.0, 0.0]}}}
+    with pytest.raises(RobotFileError, match=r"lumped_parameters: m_r must be >= -500 kg \(plausibility bound"):
+        model_for(ROBOT.replace(metadata=md))
