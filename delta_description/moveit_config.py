@@ -6,8 +6,10 @@ platform_link`` carries the platform. The configuration therefore has
 
 * planning group ``platform``: the prismatic joints ``platform_x/y/z`` (tip ``tool0``): the
   chain MoveIt plans for (OMPL in platform space, the KDL solver for position-only IK);
-* planning group ``arms``: the actuated arm joints (joint-space planning);
-* every forearm joint ``forearm_<i><a|b>_bend/tilt_joint`` declared ``passive_joint``;
+* planning group ``arms``: the actuated arm joints (joint-space planning; the carriage joints
+  of a linear Delta);
+* every forearm joint ``forearm_<i><a|b>_bend/tilt_joint`` (a linear Delta's rod joints
+  ``rod_<i><a|b>_bend/tilt_joint``) declared ``passive_joint``;
 * self-collision disabled for every link pair (``reason="Delta"``): a planning group moves one
   branch of the opened tree while the others stand still, so MoveIt's self-collision check
   would test poses the real robot never takes; the closed chain cannot collide with itself
@@ -28,7 +30,9 @@ kinematics and checks the joint limits along the plan, refusing the goal with th
 (``delta_hardware/ros/follow_joint_trajectory.py``).
 
 Joint and link names take a ``prefix`` (several robots in one TF tree / MoveIt instance),
-as :func:`delta_description.prefix.prefix_urdf` gives the URDF.
+as :func:`delta_description.prefix.prefix_urdf` gives the URDF. Either kind of Delta (through
+:mod:`delta_dynamics.algorithms`): for a linear one the joint limits are in m, m/s, m/s^2 and
+N, and the home state is the carriages at the workspace centre.
 
     >>> from delta_core.robot_file import load_robot
     >>> robot = load_robot("nt_robot")
@@ -46,7 +50,6 @@ import numpy as np
 
 from delta_core.atomic_file import atomic_write_text
 from delta_description.passive_joints import PLATFORM_JOINTS, forearm_joint_names
-from delta_description.xacro_urdf import DescriptionError
 
 #: the hardware node's FollowJointTrajectory action, relative to MoveIt's namespace
 CONTROLLER = "delta_hardware"
@@ -56,20 +59,15 @@ RATE_QUANTILE = 0.90        # share of the workspace where the platform rate lim
 FILES = ("delta.srdf", "joint_limits.yaml", "kinematics.yaml", "moveit_controllers.yaml")
 
 
-def _rotary(robot):
-    if robot.type != "rotary":
-        raise DescriptionError(f"{robot.source or robot.name}: the MoveIt configuration is generated for rotary "
-                               f"Deltas (type rotary), not type {robot.type}")
-
-
 def planning_groups(robot, prefix: str = "") -> dict:
     """{group name: joint names}: ``platform`` (platform_x/y/z) and ``arms`` (the actuated joints)."""
     return {"platform": [prefix + j for j in PLATFORM_JOINTS], "arms": [prefix + j for j in robot.joint_names]}
 
 
 def _grid_states(model, n: int = GRID):
-    """(q, X) over an n^3 grid of the arm joints' position limits (unreachable ones left out)."""
-    from delta_dynamics.kinematics import UnreachableError, elbow_positions, forward_kinematics
+    """(q, X) over an n^3 grid of the arm joints' (carriages') position limits (unreachable
+    ones left out)."""
+    from delta_dynamics.algorithms import UnreachableError, forward_kinematics
     axes = [np.linspace(model.q_lo[i], model.q_hi[i], n) for i in range(3)]
     qs = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, 3)
     keep, Xs = [], []
@@ -80,8 +78,11 @@ def _grid_states(model, n: int = GRID):
         except UnreachableError:
             continue
     qs, Xs = np.array(keep), np.array(Xs)
-    below = Xs[:, 2] < elbow_positions(model, qs)[:, :, 2].min(axis=1)      # the working branch
-    return qs[below], Xs[below]
+    if model.kind == "rotary":          # the working branch, below the elbows (a linear Delta's
+        from delta_dynamics.kinematics import elbow_positions          # is the only one FK gives)
+        below = Xs[:, 2] < elbow_positions(model, qs)[:, :, 2].min(axis=1)
+        qs, Xs = qs[below], Xs[below]
+    return qs, Xs
 
 
 def workspace_box(model) -> tuple:
@@ -95,6 +96,11 @@ def workspace_box(model) -> tuple:
     (True, True)
     """
     _, Xs = _grid_states(model)
+    if model.kind != "rotary":
+        # a linear Delta reaches its lateral extremes between the grid's carriage positions:
+        # add 20 000 random reachable poses (vectorised, a fraction of a second)
+        from delta_dynamics.algorithms import sample_workspace
+        Xs = np.vstack((Xs, sample_workspace(model, 20000, seed=0)))
     return np.floor(Xs.min(axis=0) * 1e3) / 1e3, np.ceil(Xs.max(axis=0) * 1e3) / 1e3
 
 
@@ -107,7 +113,7 @@ def platform_rate_limits(model) -> tuple:
     over the grid. Likewise for the acceleration, halved for the J_dot X_dot term. Near the
     workspace boundary (singular) the arms would be faster: the action checks each plan.
     """
-    from delta_dynamics.kinematics import jacobian
+    from delta_dynamics.algorithms import jacobian
     _, Xs = _grid_states(model)
     norms = np.linalg.norm(jacobian(model, Xs), axis=2)                    # (N, 3): |J_i|
     q = np.quantile(norms, RATE_QUANTILE, axis=0)
@@ -119,9 +125,8 @@ def platform_rate_limits(model) -> tuple:
 
 def joint_limits(robot, prefix: str = "") -> dict:
     """``joint_limits.yaml`` (MoveIt's ``robot_description_planning``) as a dict."""
-    from delta_dynamics.model import DeltaModel
-    _rotary(robot)
-    model = DeltaModel(robot)
+    from delta_dynamics.kinds import model_for
+    model = model_for(robot)
     lo, hi = workspace_box(model)
     v, a = platform_rate_limits(model)
     lim = robot.limits
@@ -132,7 +137,7 @@ def joint_limits(robot, prefix: str = "") -> dict:
             "max_position": float(lim.position[i][1]),
             "has_velocity_limits": True, "max_velocity": float(lim.velocity[i]),
             "has_acceleration_limits": True, "max_acceleration": float(lim.acceleration[i]),
-            "has_effort_limits": True, "max_effort": float(lim.torque[i])}
+            "has_effort_limits": True, "max_effort": float(lim.effort[i])}
     for i, name in enumerate(PLATFORM_JOINTS):
         joints[prefix + name] = {
             "has_position_limits": True, "min_position": float(lo[i]), "max_position": float(hi[i]),
@@ -166,9 +171,8 @@ def controllers(robot, prefix: str = "", controller: str = CONTROLLER) -> dict:
 
 def srdf(robot, urdf_links, prefix: str = "") -> str:
     """The SRDF (XML text). ``urdf_links``: the URDF's link names (for the collision pairs)."""
-    _rotary(robot)
-    from delta_dynamics.kinematics import forward_kinematics
-    from delta_dynamics.model import DeltaModel
+    from delta_dynamics.algorithms import forward_kinematics, inverse_kinematics, workspace_centre
+    from delta_dynamics.kinds import model_for
     root = ET.Element("robot", name=robot.name)
     root.append(ET.Comment(" generated by delta_description.moveit_config from robot file "
                            f"{robot.source or robot.name}; do not edit "))
@@ -178,9 +182,11 @@ def srdf(robot, urdf_links, prefix: str = "") -> str:
     g = ET.SubElement(root, "group", name="arms")
     for j in groups["arms"]:
         ET.SubElement(g, "joint", name=j)
-    model = DeltaModel(robot)
+    model = model_for(robot)
     lo, hi = np.array(model.q_lo), np.array(model.q_hi)
-    home = np.clip(np.zeros(3), lo, hi)
+    # rotary: the arms horizontal (q = 0, within the limits); linear: the workspace centre
+    home = (np.clip(np.zeros(3), lo, hi) if model.kind == "rotary"
+            else inverse_kinematics(model, workspace_centre(model)))
     X = forward_kinematics(model, home)
     s = ET.SubElement(root, "group_state", name="home", group="arms")
     for j, v in zip(groups["arms"], home):
@@ -188,7 +194,7 @@ def srdf(robot, urdf_links, prefix: str = "") -> str:
     s = ET.SubElement(root, "group_state", name="home", group="platform")
     for j, v in zip(groups["platform"], X):
         ET.SubElement(s, "joint", name=j, value=f"{round(float(v), 9) + 0.0:.6g}")
-    for j in forearm_joint_names():
+    for j in forearm_joint_names(robot):
         ET.SubElement(root, "passive_joint", name=prefix + j)
     links = sorted(urdf_links)
     for i, a in enumerate(links):
@@ -201,7 +207,6 @@ def srdf(robot, urdf_links, prefix: str = "") -> str:
 def moveit_config(robot, prefix: str = "", urdf: str | None = None) -> dict:
     """{file name: text or dict} of the whole configuration (``FILES``). ``urdf``: the robot's
     URDF (with the same prefix; built from the robot file if None)."""
-    _rotary(robot)
     if urdf is None:
         from delta_description.prefix import prefix_urdf
         from delta_description.xacro_urdf import robot_description

@@ -98,11 +98,35 @@ def test_the_workspace_box_is_tight_and_the_rate_limits_hold_in_most_of_the_work
     assert forward_kinematics(model, np.zeros(3))[2] < 0
 
 
-def test_prismatic_robots_get_a_clear_refusal(tmp_path):
-    with pytest.raises(DescriptionError, match="rotary Deltas"):
-        moveit_config(load_robot("linear_delta_xl"))
-    assert description_main(["moveit", "--robot", "linear_delta_xl", "--out", str(tmp_path / "x")]) == 2
-    assert not (tmp_path / "x").exists()
+@pytest.mark.parametrize("preset", ["colombo2020", "linear_delta_xl"])
+def test_a_linear_delta_gets_its_configuration(preset, tmp_path):
+    """Carriage joints (prismatic, m, N) in the arms group, the rods' joints passive, the
+    platform box of the carriages' reach (above the base plane), the home at the workspace centre."""
+    from delta_dynamics.algorithms import inverse_kinematics, sample_workspace, workspace_centre
+    from delta_dynamics.kinds import model_for
+    robot = load_robot(preset)
+    urdf = robot_description(robot)
+    joints, links = urdf_tree(urdf)
+    cfg = moveit_config(robot, urdf=urdf)
+    srdf = ET.fromstring(cfg["delta.srdf"].encode())
+    arms = [j.get("name") for g in srdf.findall("group") if g.get("name") == "arms" for j in g.findall("joint")]
+    assert arms == list(robot.joint_names) and all(joints[a].get("type") == "prismatic" for a in arms)
+    passive = {p.get("name") for p in srdf.findall("passive_joint")}
+    assert passive == set(forearm_joint_names(robot)) and passive <= set(joints)
+    assert all(n.startswith("rod_") for n in passive)
+    lim = cfg["joint_limits.yaml"]["joint_limits"]
+    assert lim[arms[0]]["max_effort"] == robot.limits.force[0]                        # N
+    assert (lim[arms[0]]["min_position"], lim[arms[0]]["max_position"]) == robot.limits.position[0]   # m
+    model = model_for(robot)
+    X = sample_workspace(model, 400, seed=3)
+    for i, n in enumerate(("platform_x", "platform_y", "platform_z")):
+        assert lim[n]["min_position"] <= X[:, i].min() and X[:, i].max() <= lim[n]["max_position"]
+    home = {j.get("name"): float(j.get("value")) for s in srdf.findall("group_state") if s.get("group") == "arms"
+            for j in s.findall("joint")}
+    np.testing.assert_allclose([home[a] for a in arms], inverse_kinematics(model, workspace_centre(model)),
+                               atol=1e-6)
+    assert description_main(["moveit", "--robot", preset, "--out", str(tmp_path / "x")]) == 0
+    assert sorted(p.name for p in (tmp_path / "x").iterdir()) == sorted(FILES)
 
 
 def test_delta_description_moveit_writes_the_files(tmp_path, capsys):
