@@ -42,22 +42,56 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from delta_core.robot_file import load_robot, save_robot
 from delta_core.ros.node_util import DEFAULT_ROBOT
-from delta_dynamics.dynamics import joint_state
-from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
-from delta_dynamics.model import PARAMETER_NAMES, DeltaModel
+from delta_dynamics.algorithms import (forward_kinematics, inverse_kinematics, joint_state, parameter_names,
+                                       workspace_centre)
+from delta_dynamics.kinds import joint_units, kind_of, model_for
 from delta_dynamics.trajectories import pick_place
 from delta_hardware.ros.messages import to_duration, to_time
 
 
+def _with(obj, **changes):
+    return obj.__class__(**{**obj.__dict__, **changes})
+
+
+def _rotary_truth(m, f):
+    """A 1.5 kg payload, arms 30 % more inertia, friction 1.4-1.6 x."""
+    mass = _with(m, upper_arm=_with(m.upper_arm, inertia=m.upper_arm.inertia * 1.3), payload_mass=m.payload_mass + 1.5)
+    fr = _with(f, viscous=tuple(v * 1.6 for v in f.viscous), coulomb=tuple(v * 1.4 for v in f.coulomb),
+               static=tuple(v * 1.4 for v in f.static))
+    return mass, fr
+
+
+def _linear_truth(m, f):
+    """A payload of 30 % of the platform, carriages 30 % heavier, and rail friction the robot
+    file does not know of (viscous 2 N s/m, Coulomb 0.5 N per carriage, on top of its own)."""
+    mass = _with(m, carriage=_with(m.carriage, mass=m.carriage.mass * 1.3),
+                 payload_mass=m.payload_mass + 0.3 * m.platform_mass)
+    fr = _with(f, viscous=tuple(v + 2.0 for v in f.viscous), coulomb=tuple(v + 0.5 for v in f.coulomb),
+               static=tuple(v + 0.6 for v in f.static))
+    return mass, fr
+
+
+#: how the simulated robot differs from its robot file, per kind of robot
+_TRUTH = {"rotary": _rotary_truth, "prismatic": _linear_truth}
+
+
 def true_robot(nominal):
-    """The simulated robot: the nominal robot file with a payload, more friction, heavier arms."""
-    m, f = nominal.mass, nominal.friction
-    arm = m.upper_arm.__class__(**{**m.upper_arm.__dict__, "inertia": m.upper_arm.inertia * 1.3})
-    mass = m.__class__(**{**m.__dict__, "upper_arm": arm, "payload_mass": m.payload_mass + 1.5})
-    fr = f.__class__(**{**f.__dict__, "viscous": tuple(v * 1.6 for v in f.viscous),
-                        "coulomb": tuple(v * 1.4 for v in f.coulomb),
-                        "static": tuple(v * 1.4 for v in f.static)})
+    """The simulated robot: the nominal robot file with a payload, more friction, heavier
+    moving parts (the arms of a rotary Delta, the carriages of a linear one)."""
+    mass, fr = _TRUTH[kind_of(nominal)](nominal.mass, nominal.friction)
     return nominal.replace(name=nominal.name + "_true", mass=mass, friction=fr, metadata={})
+
+
+def pick_place_path(model):
+    """(start, width, height) of the demo's pick-and-place cycle: on a rotary Delta the
+    classic 305 mm stroke 780 mm below the base; elsewhere a stroke across half the gap
+    between the chains and the platform joints, around the workspace centre."""
+    if kind_of(model) == "rotary":
+        return np.array([-0.1525, 0.0, -0.78]), 0.305, 0.025
+    c = workspace_centre(model)
+    g = model.robot.geometry
+    width = 0.5 * (getattr(g, "rail_radius", 0.0) - g.platform_radius)
+    return c - [0.5 * width, 0.0, 0.0], width, 0.1 * width
 
 
 #: what the demo writes into its output folder (removed at the start of a run)
@@ -76,7 +110,7 @@ def prepare(args):
     nominal = load_robot(args.robot or DEFAULT_ROBOT)
     path = save_robot(true_robot(nominal), out / "true_robot.yaml",
                       header="the simulated robot of delta-bringup --demo (unknown to the controller)")
-    args.excitation = design_excitation(DeltaModel(nominal))
+    args.excitation = design_excitation(model_for(nominal))
     return [("true_robot", str(path.resolve())), ("feedforward", "none"), ("start_paused", True),
             ("output", str((out / "identified.yaml").resolve())), ("window", 25.0)]
 
@@ -102,7 +136,9 @@ class Demo:
         self.args = args
         self.excite = excitation
         self.out = Path(args.out)
-        self.model: DeltaModel = DeltaModel(load_robot(args.robot or DEFAULT_ROBOT))
+        self.model = model_for(load_robot(args.robot or DEFAULT_ROBOT))
+        self.units = joint_units(self.model)
+        self.milli = "mrad" if self.units["position"] == "rad" else "mm"
         # joint names with the stack's prefix; every name below is relative to the stack's
         # namespace (delta-bringup --namespace), which this process's node shares
         self.names = [(args.prefix or "") + n for n in self.model.joint_names]
@@ -273,7 +309,7 @@ class Demo:
         Xr = np.stack([np.interp(ts, tr.t + 0.01, tr.X[:, i]) for i in range(3)], 1)
         rms_mm = 1e3 * float(np.sqrt(np.mean(np.sum((Xa - Xr) ** 2, axis=1))))
         self.results[label] = {"t": ts, "err": err, "tau": tau, "rms": rms, "rms_mm": rms_mm}
-        self.say(f"{label}: RMS tracking error {rms * 1e3:.3f} mrad, {rms_mm:.3f} mm at the platform")
+        self.say(f"{label}: RMS tracking error {rms * 1e3:.3f} {self.milli}, {rms_mm:.3f} mm at the platform")
 
     def excitation(self):
         ex = self.excite
@@ -306,8 +342,10 @@ class Demo:
         if not st.get("paused"):
             raise RuntimeError("the simulation must start paused (start_paused) for the demo's timeline")
         self.t_next = max(self.FIRST_START, st["time"] + self.GAP)
-        self.start = start = np.array([-0.1525, 0.0, -0.78])
-        self.cycle_traj = pick_place(start=tuple(start), lift_time=0.12, move_time=0.3, overlap=0.6,
+        self.start, width, height = pick_place_path(self.model)
+        start = self.start
+        self.cycle_traj = pick_place(start=tuple(start), width=width, height=height, lift_time=0.12,
+                                     move_time=0.3, overlap=0.6,
                                      dwell=0.05, cycles=self.args.cycles, dt=1e-3)
         self.q_start = inverse_kinematics(self.model, start)
         self.say("homing to the pick position")
@@ -349,7 +387,7 @@ class Demo:
         ratio = pd / idf
         self.meaningful = ratio >= MIN_IMPROVEMENT and idf < nom
         lines = ["# delta-bringup --demo", "",
-                 "| phase | RMS joint error (mrad) | RMS platform error (mm) |", "|---|---|---|"]
+                 f"| phase | RMS joint error ({self.milli}) | RMS platform error (mm) |", "|---|---|---|"]
         lines += [f"| {k} | {v['rms'] * 1e3:.3f} | {v['rms_mm']:.3f} |" for k, v in r.items()]
         lines += ["", f"Identified feedforward vs PD only: {ratio:.1f}x smaller RMS error; "
                       f"vs nominal feedforward: {nom / idf:.1f}x.", "", timing, ""]
@@ -380,27 +418,30 @@ class Demo:
         import matplotlib.pyplot as plt
         fig, axes = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
         for label, v in self.results.items():
-            axes[0].plot(v["t"], 1e3 * np.linalg.norm(v["err"], axis=1), label=f"{label} (RMS {1e3 * v['rms']:.2f} mrad)")
+            axes[0].plot(v["t"], 1e3 * np.linalg.norm(v["err"], axis=1),
+                         label=f"{label} (RMS {1e3 * v['rms']:.2f} {self.milli})")
             axes[1].plot(v["t"], v["tau"][:, 0], label=label)
-        axes[0].set_ylabel("|q - q_ref| (mrad)")
+        axes[0].set_ylabel(f"|q - q_ref| ({self.milli})")
         axes[0].set_yscale("log")
         axes[0].legend()
         axes[0].set_title("Pick-and-place tracking on the simulated robot")
-        axes[1].set_ylabel("arm 1 torque (N m)")
+        axes[1].set_ylabel(f"{self.units['joint']} 1 {'torque' if self.units['effort'] == 'N m' else 'force'} "
+                           f"({self.units['effort']})")
         axes[1].set_xlabel("time (s)")
         fig.tight_layout()
         fig.savefig(self.out / "demo_tracking.png", dpi=110)
         plt.close(fig)
         nominal = self.model.params.as_vector()
-        truth = DeltaModel(load_robot(self.out / "true_robot.yaml")).params.as_vector()
-        ident = DeltaModel(load_robot(self.out / "identified.yaml")).params.as_vector()
-        x = np.arange(len(PARAMETER_NAMES))
+        truth = model_for(load_robot(self.out / "true_robot.yaml")).params.as_vector()
+        ident = model_for(load_robot(self.out / "identified.yaml")).params.as_vector()
+        names = parameter_names(self.model)
+        x = np.arange(len(names))
         fig, ax = plt.subplots(figsize=(10, 4))
         scale = np.where(np.abs(truth) > 0, np.abs(truth), 1.0)
         ax.bar(x - 0.2, nominal / scale, 0.4, label="robot file (nominal)")
         ax.bar(x + 0.2, ident / scale, 0.4, label="identified")
         ax.axhline(1.0, color="k", lw=0.8)
-        ax.set_xticks(x, PARAMETER_NAMES, rotation=60, ha="right")
+        ax.set_xticks(x, names, rotation=60, ha="right")
         ax.set_ylabel("value / true value")
         ax.set_title("Dynamic parameters against the simulated robot's true values")
         ax.legend()

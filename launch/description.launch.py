@@ -15,7 +15,8 @@ Arguments (``ros2 launch delta_robot description.launch.py -s`` lists them):
 * ``params_file``: ROS 2 parameter file for the nodes (default ``<share>/config/delta.yaml``).
 * ``ros2_control``: ``none`` | ``mock`` | ``topic``: the ``<ros2_control>`` block in the URDF.
 * ``use_robot_state_publisher``, ``use_state_node``, ``launch_rviz``: start those (true/false).
-* ``rviz_config``: RViz config (default ``<share>/config/delta.rviz``).
+* ``rviz_config``: RViz config (default ``<share>/config/delta.rviz``, ``delta_linear.rviz`` for a
+  linear Delta).
 * ``namespace``: ROS namespace of every node (e.g. ``r1``); their topics are relative, and
   ``/clock`` is remapped to ``<namespace>/clock`` (docs/ros_interfaces.md, "Namespaces and
   prefixes"). ``prefix``: joint and frame name prefix (e.g. ``r1_``) of the URDF and every node.
@@ -197,7 +198,11 @@ def description_nodes(context, robot_path, ros2_control, use_sim_time=False):
             parameters=node_parameters(context, robot_path, **sim), remappings=clock))
     if flag(context, 'launch_rviz'):
         require_package('rviz2', 'install ros-jazzy-rviz2 or pass launch_rviz:=false')
-        config = LaunchConfiguration('rviz_config').perform(context)
+        config = LaunchConfiguration('rviz_config').perform(context).strip()
+        if not config:                      # the view of the robot's kind
+            from delta_core.robot_file import load_robot
+            linear = load_robot(robot_path).type == 'prismatic'
+            config = share_path('config', 'delta_linear.rviz' if linear else 'delta.rviz')
         actions.append(Node(
             package='rviz2', executable='rviz2', name='rviz2', namespace=ns, output='log', parameters=[sim],
             arguments=['-d', config] if config else [], remappings=clock))
@@ -223,8 +228,8 @@ def declare_arguments(ros2_control=True):
         DeclareLaunchArgument('use_state_node', default_value='true',
                               description='start delta_state (full joint state, platform position and path)'),
         DeclareLaunchArgument('launch_rviz', default_value='true', description='start RViz'),
-        DeclareLaunchArgument('rviz_config', default_value=share_path('config', 'delta.rviz'),
-                              description='RViz config file'),
+        DeclareLaunchArgument('rviz_config', default_value='', description=(
+            'RViz config file; empty: <share>/config/delta.rviz, or delta_linear.rviz for a linear Delta')),
         DeclareLaunchArgument('namespace', default_value='', description=(
             'ROS namespace of every node (e.g. r1): topics, services and actions under it, /clock '
             'remapped to <namespace>/clock; several robots on one network')),

@@ -150,8 +150,9 @@ class HardwareProbe:
     diagnostics, the publishers of its command topics and the clients of its services."""
 
     def __init__(self, client: RosClient, node: str = "delta_hardware", joint_states: str = "/joint_states",
-                 hardware_id: str = "nt_robot", namespace: str = "", prefix: str = ""):
-        """``namespace`` (e.g. "/r1") and ``prefix`` (e.g. "r1_"): a stack started with them."""
+                 hardware_id: str = "nt_robot", namespace: str = "", prefix: str = "", joints=ARMS):
+        """``namespace`` (e.g. "/r1") and ``prefix`` (e.g. "r1_"): a stack started with them;
+        ``joints``: the robot's actuated joints (the carriages of a linear Delta)."""
         from diagnostic_msgs.msg import DiagnosticArray
         from lifecycle_msgs.srv import GetState
         from sensor_msgs.msg import JointState
@@ -161,7 +162,7 @@ class HardwareProbe:
         self.c = client
         n = client.node
         self.prefix = prefix
-        self.arms = [prefix + a for a in ARMS]
+        self.arms = [prefix + a for a in joints]
         if namespace:
             node = f"{namespace.strip('/')}/{node}"
             joint_states = f"{namespace}/joint_states"

@@ -269,3 +269,64 @@ def test_moveit_launch_needs_moveit(ament_prefix):
     (ament_prefix / "moveit_ros_move_group").unlink()
     with pytest.raises(RuntimeError, match="package 'moveit_ros_move_group' not found"):
         build("moveit.launch.py")
+
+
+@needs_launch
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_the_stack_under_ros2_launch_stops_cleanly(tmp_path, ament_prefix, sig):
+    """``ros2 launch delta_robot delta.launch.py`` for real (the nodes' executables in a prefix
+    of their own, as colcon would install them): every node comes up; SIGINT to the launch
+    process ends every node with status 0, SIGTERM (which ends launch at once) ends them too."""
+    import os
+    import signal as signals
+    import subprocess
+    import sys
+    import time
+    prefix = ament_prefix.parents[3]
+    lib = prefix / "lib" / "delta_robot"
+    lib.mkdir(parents=True)
+    for exe, module in (("delta-hardware-node", "delta_hardware.ros.hardware_node"),
+                        ("delta-dynamics-node", "delta_dynamics.ros.dynamics_node"),
+                        ("delta-state-node", "delta_description.ros.state_node")):
+        script = lib / exe
+        script.write_text(f"#!/bin/sh\nexec {sys.executable} -m {module} \"$@\"\n")
+        script.chmod(0o755)
+    launcher = tmp_path / "run_launch.py"
+    launcher.write_text(
+        "import sys\nfrom launch import LaunchDescription, LaunchService\n"
+        "from launch.actions import IncludeLaunchDescription\n"
+        "from launch.launch_description_sources import PythonLaunchDescriptionSource\n"
+        f"ls = LaunchService(argv=sys.argv[1:])\n"
+        f"ls.include_launch_description(IncludeLaunchDescription(PythonLaunchDescriptionSource({str(ROOT / 'launch' / 'delta.launch.py')!r}),"
+        " launch_arguments={'launch_rviz': 'false', 'use_robot_state_publisher': 'false'}.items()))\n"
+        "sys.exit(ls.run())\n")
+    log = tmp_path / "launch.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, str(launcher)], stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while "active: holding position" not in log.read_text() and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.2)
+        assert "active: holding position" in log.read_text(), log.read_text()[-3000:]
+        time.sleep(1.0)
+        import re
+        pids = [int(p) for p in re.findall(r"process started with pid \[(\d+)\]", log.read_text())]
+        assert len(pids) == 3
+        proc.send_signal(getattr(signals, sig))
+        proc.wait(40)
+        deadline = time.monotonic() + 30
+        while any(os.path.exists(f"/proc/{p}") for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        text = log.read_text()
+        assert not any(os.path.exists(f"/proc/{p}") for p in pids), "node processes left running:\n" + text[-3000:]
+        if sig == "SIGINT":                   # launch waits for its nodes and reports each
+            assert proc.returncode == 0, text[-3000:]
+            assert text.count("process has finished cleanly") == 3, text[-3000:]
+            assert "Traceback" not in text and "exit code" not in text, text[-3000:]
+        # SIGTERM: launch itself ends at once and says it may leave its processes orphaned
+        # (launch_service.py); the nodes stop with it (PR_SET_PDEATHSIG, delta_core.ros.node_util)
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -107,6 +107,24 @@ class _StopOnce:
             raise KeyboardInterrupt
 
 
+def stop_with_parent() -> None:
+    """Ask Linux to send this process SIGTERM when its parent dies (``PR_SET_PDEATHSIG``):
+    a node whose supervisor is gone (``ros2 launch`` ended by SIGTERM, which it documents as
+    leaving its processes orphaned; a killed ``delta-bringup``) then stops cleanly instead of
+    running on unsupervised. A no-op where prctl is not available."""
+    import ctypes
+    import ctypes.util
+    import os
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        parent = os.getppid()
+        libc.prctl(1, signal.SIGTERM)          # PR_SET_PDEATHSIG
+        if os.getppid() != parent:            # the parent died before the request took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
     """rclpy.init, build the node, spin until SIGINT/SIGTERM; 0 on a clean stop, 1 if the node
     cannot start (e.g. a bad ``robot`` parameter; the reason is logged), 2 on bad ROS
@@ -115,6 +133,7 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
     handler = _StopOnce()
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
+    stop_with_parent()
     node = executor = None
     try:
         try:

@@ -5,7 +5,7 @@ velocities and accelerations of the three arm joints, matched by name against th
 ``joint_names``), maps it to the platform state with :func:`~delta_dynamics.dynamics.cartesian_state`
 and publishes the torques of :func:`~delta_dynamics.dynamics.inverse_dynamics` (explicit model,
 Asadi & Heydari eq. 39) on ``/delta/feedforward`` (sensor_msgs/JointState: ``name`` = the robot's
-joint names, ``effort`` = tau in N m, ``header`` copied from the desired state it answers).
+joint names, ``effort`` = tau in N m (carriage forces in N on a linear Delta), ``header`` copied from the desired state it answers).
 
 Parameters (``docs/ros_interfaces.md``):
 
@@ -39,7 +39,8 @@ from trajectory_msgs.msg import JointTrajectory
 from delta_core.ros.node_util import (DEFAULT_ROBOT, PUB_QOS, STATE_QOS, DropLog, add_prefix, declare_prefix,
                                      robot_descriptor, run)
 from delta_dynamics.ros.robot_param import describe, load_model
-from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
+from delta_dynamics.algorithms import cartesian_state, inverse_dynamics
+from delta_dynamics.kinds import joint_units
 
 NODE_NAME = "delta_dynamics"
 DESIRED_TOPIC = "delta/desired_state"            # relative to the node's namespace
@@ -69,10 +70,8 @@ class DynamicsNode(Node):
         self._friction = bool(self.declare_parameter(
             "friction", True, ParameterDescriptor(
                 description="include the robot file's friction model in the feedforward")).value)
-        self._model = load_model(robot)
         self._prefix = declare_prefix(self)
-        self._names = add_prefix(self._prefix, self._model.joint_names)
-        self._perm_cache = (None, None)
+        self._use(load_model(robot))
         self._drops = DropLog(self.get_logger())
         self.published = 0
         self.callback_time = 0.0            # s, last desired-state callback (parse, model, publish)
@@ -93,6 +92,7 @@ class DynamicsNode(Node):
     def _use(self, model) -> None:
         self._model = model
         self._names = add_prefix(self._prefix, model.joint_names)
+        self._unit = joint_units(model)["position"]
         self._perm_cache = (None, None)
 
     def _on_set_parameters(self, params) -> SetParametersResult:
@@ -163,20 +163,21 @@ class DynamicsNode(Node):
         for i in range(3):
             # outside the limits forward kinematics may answer for another elbow branch
             if not lo[i] - LIMIT_TOLERANCE <= a[i] <= hi[i] + LIMIT_TOLERANCE:
-                raise DropMessage("unreachable", f"position of {self._names[i]} {a[i]:.6g} rad is outside "
+                raise DropMessage("unreachable", f"position of {self._names[i]} {a[i]:.6g} {self._unit} is outside "
                                                  f"its limits [{lo[i]:g}, {hi[i]:g}] (robot file)")
         try:
             X, Xd, Xdd = cartesian_state(model, a, b, c)
             tau = inverse_dynamics(model, X, Xd, Xdd, friction=self._friction)
         except ValueError as e:          # UnreachableError, SingularityError
-            raise DropMessage("unreachable", f"no model torques for positions {a} rad: {e}") from None
+            raise DropMessage("unreachable", f"no model efforts for positions {a} {self._unit}: {e}") from None
         return tau.tolist()
 
     def compute(self, names, q, qd, qdd) -> np.ndarray:
-        """Feedforward torques (N m) for one desired state, in the order of ``names``.
+        """Feedforward torques (N m; N on a linear Delta) for one desired state, in the order of
+        ``names``.
 
-        ``names`` are the three arm joints in any order, ``q``, ``qd``, ``qdd`` their positions
-        (rad), velocities (rad/s) and accelerations (rad/s^2) in that order. Uses the current
+        ``names`` are the three actuated joints in any order, ``q``, ``qd``, ``qdd`` their
+        positions, velocities and accelerations (rad or m) in that order. Uses the current
         model and ``friction`` setting; raises ValueError naming what is wrong with the input.
         For calling the model in-process (e.g. from the bringup) without DDS.
         """

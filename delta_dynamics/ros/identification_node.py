@@ -44,14 +44,13 @@ from std_srvs.srv import Trigger
 from delta_core.robot_file import RobotFileError
 from delta_core.ros.node_util import DEFAULT_ROBOT, DropLog, add_prefix, declare_prefix, run
 from delta_dynamics.ros.robot_param import load_model
-from delta_dynamics.dynamics import regressor_joint
+from delta_dynamics.algorithms import parameter_names, regressor_joint
 from delta_dynamics.identification import IdentificationError
 from delta_dynamics.identification.data import JointData, Preprocessing
 from delta_dynamics.identification.estimators import RecursiveLeastSquares
 from delta_dynamics.identification.pipeline import Options, identify_data
 from delta_dynamics.identification.robot_update import identified_robot, write_robot_file
 from delta_dynamics.kinematics import UnreachableError
-from delta_dynamics.model import PARAMETER_NAMES
 
 NODE_NAME = "delta_identification"
 WINDOW_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5000, reliability=ReliabilityPolicy.RELIABLE)
@@ -118,7 +117,8 @@ class IdentificationNode(Node):
         self._drops = DropLog(self.get_logger())
         nominal = self.model.params.as_vector()
         # prior: the robot file's values, with a standard deviation as large as each value
-        self.rls = RecursiveLeastSquares(len(PARAMETER_NAMES), forgetting=p["forgetting_factor"],
+        self.parameter_names = list(parameter_names(self.model))
+        self.rls = RecursiveLeastSquares(len(self.parameter_names), forgetting=p["forgetting_factor"],
                                          P0=np.maximum(np.abs(nominal), 1e-3) ** 2, theta0=nominal)
         self.last_result = None
         self._refit_lock = threading.Lock()
@@ -321,7 +321,7 @@ class IdentificationNode(Node):
         st = DiagnosticStatus(name=NODE_NAME, hardware_id=self.model.robot.name)
         n = len(self._recent(self.get_parameter("window").value))
         values = {"samples_in_window": str(n), "rls_updates": str(self.rls.count)}
-        values.update({f"rls.{k}": f"{v:.6g}" for k, v in zip(PARAMETER_NAMES, self.rls.theta)})
+        values.update({f"rls.{k}": f"{v:.6g}" for k, v in zip(self.parameter_names, self.rls.theta)})
         r = self.last_result
         if r:
             values.update({"last_refit_method": r["source"], "last_refit_applied": str(r["applied"]),
@@ -332,7 +332,7 @@ class IdentificationNode(Node):
         arr = DiagnosticArray(status=[st])
         arr.header.stamp = self.get_clock().now().to_msg()
         self.pub_diag.publish(arr)
-        self.pub.publish(String(data=json.dumps({"source": "rls", "names": list(PARAMETER_NAMES),
+        self.pub.publish(String(data=json.dumps({"source": "rls", "names": self.parameter_names,
                                                  "values": [float(v) for v in self.rls.theta],
                                                  "samples": n, "updates": self.rls.count})))
 

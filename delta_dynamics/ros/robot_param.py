@@ -1,15 +1,16 @@
 """The ``robot`` parameter of the model-using nodes: its value -> a model, and how to name it."""
 from __future__ import annotations
 
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.kinds import model_for
 
 
-def load_model(robot: str) -> DeltaModel:
-    """The model for a ``robot`` parameter value; ValueError (RobotFileError) with the loader's reason."""
+def load_model(robot: str):
+    """The model (of the robot file's kind) for a ``robot`` parameter value; ValueError
+    (RobotFileError) with the loader's reason."""
     if not isinstance(robot, str):
         raise ValueError(f"robot must be a string (preset name or file path), got {robot!r}")
-    return DeltaModel.from_robot(robot)
+    return model_for(robot)
 
 
-def describe(model: DeltaModel) -> str:
+def describe(model) -> str:
     return f"'{model.robot.name}' ({model.robot.source})"

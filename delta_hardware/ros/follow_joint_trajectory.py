@@ -100,6 +100,7 @@ class Prepared:
     start: float
     tol: Tolerances
     goal_time: float                   # s, 0: no limit
+    unit: str = "rad"                  # of positions in the goal's space (rad, or m)
 
 
 @dataclass
@@ -211,9 +212,10 @@ class FollowJointTrajectoryServer:
         if len(times) and times[0] == 0.0:
             gap = float(np.abs(q[0] - current.q).max())
             if gap > start_tol:
-                raise GoalRejected(f"point 0 (time 0) is {gap:.4g} rad from the robot's setpoint "
-                                   f"{np.round(current.q, 4).tolist()} rad, more than action_start_tolerance "
-                                   f"{start_tol:g} rad")
+                u = node.units["position"]
+                raise GoalRejected(f"point 0 (time 0) is {gap:.4g} {u} from the robot's setpoint "
+                                   f"{np.round(current.q, 4).tolist()} {u}, more than action_start_tolerance "
+                                   f"{start_tol:g} {u}")
             q, times = q[1:], times[1:]
             qd = None if qd is None else qd[1:]
             qdd = None if qdd is None else qdd[1:]
@@ -227,7 +229,8 @@ class FollowJointTrajectoryServer:
             raise GoalRejected(f"goal_time_tolerance must be >= 0, got {goal_time}")
         if goal_time == 0:
             goal_time = float(node.get_parameter("action_goal_time").value)
-        return Prepared(space, has_multi, fb_names, q, qd, qdd, times, start, tol, goal_time)
+        unit = node.units["position"] if space == "joint" else "m"
+        return Prepared(space, has_multi, fb_names, q, qd, qdd, times, start, tol, goal_time, unit)
 
     def _tolerances(self, goal, space, multi, given) -> Tolerances:
         node = self.node
@@ -413,7 +416,7 @@ def _violations(prepared: Prepared, e, ev, kind: str) -> str:
     """Which tolerances of ``kind`` (path | goal) the errors break ('' if none)."""
     tol = prepared.tol
     pos, vel = getattr(tol, f"{kind}_position"), getattr(tol, f"{kind}_velocity")
-    unit = "rad" if prepared.space == "joint" else "m"
+    unit = prepared.unit
     names = prepared.names if len(prepared.names) == 3 else ["x", "y", "z"]
     out = []
     for i in range(3):

@@ -45,7 +45,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint, MultiDOFJ
 
 from delta_core.robot_file import RobotFileError, load_robot
 from delta_core.ros.node_util import strip_prefix
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.kinds import joint_units, model_for
 from delta_hardware.control_loop import ControlLoop, LoopConfig, gain_limits
 from delta_hardware.drives import DriveError, make_drives
 from delta_hardware.loop_thread import LoopThread, RealtimeSettings, SimTimeLoopThread
@@ -113,7 +113,7 @@ class HardwareNode(LifecycleNode):
                     check_parameters({**self.params(), "feedforward": p.value})
                     changes["feedforward"] = p.value
                 elif p.name == "feedforward_robot":
-                    changes["model"] = DeltaModel(load_robot(p.value or self.get_parameter("robot").value))
+                    changes["model"] = model_for(load_robot(p.value or self.get_parameter("robot").value))
                 else:
                     check_parameters({**self.params(), p.name: p.value})
                     v = np.array([float(x) for x in p.value])
@@ -155,7 +155,8 @@ class HardwareNode(LifecycleNode):
             sim = p["hardware"] in SIM_HARDWARE
             use_sim_time = bool(self.get_parameter("use_sim_time").value)
             robot = load_robot(p["robot"])
-            self.model = DeltaModel(robot)
+            self.model = model_for(robot)
+            self.units = joint_units(self.model)
             rate = self._rate = float(p["control_rate"])
             self._gains_max = gain_limits(self.model, rate)
             for name in ("kp", "kd"):
@@ -182,7 +183,7 @@ class HardwareNode(LifecycleNode):
                              max_stall=max_stall, feedforward_timeout=float(p["feedforward_timeout"]))
             self.loop = ControlLoop(self.model, self.drives, cfg)
             if p["feedforward_robot"]:
-                self.loop.reconfigure(model=DeltaModel(load_robot(p["feedforward_robot"])))
+                self.loop.reconfigure(model=model_for(load_robot(p["feedforward_robot"])))
         except (RobotFileError, DriveError, ValueError) as e:
             self.get_logger().error(f"configure failed, staying unconfigured: {e}")
             self.event(f"configure failed: {e}", warn=True)
@@ -448,7 +449,8 @@ class HardwareNode(LifecycleNode):
                 raise TrajectoryRejected("the hardware node is not active")
             kind, order = match_joint_names(self.model, strip_prefix(self.prefix, msg.name))
             if kind != "joint":
-                raise TrajectoryRejected("joint commands must name the arm joints")
+                raise TrajectoryRejected(f"joint commands must name the {self.units['joint']} joints "
+                                         f"{self.joint_names}")
             q = pick(msg.position, order, "position", msg.name)
             tau = pick(msg.effort, order, "effort", msg.name)
             if q is None and tau is None:
@@ -460,16 +462,17 @@ class HardwareNode(LifecycleNode):
                 lo, hi, _ = self.loop.limits()
                 for i, v in enumerate(q):
                     if not lo[i] <= v <= hi[i]:
-                        raise TrajectoryRejected(f"{self.model.joint_names[i]} position {v:.4f} rad "
+                        raise TrajectoryRejected(f"{self.model.joint_names[i]} position {v:.4f} {self.units['position']} "
                                                  f"is outside its limits [{lo[i]:g}, {hi[i]:g}]")
                 step = np.abs(np.array(q) - self.loop.current_setpoint().q).max()
                 if step > self.max_step:
-                    raise TrajectoryRejected(f"too far: the command is {step:.3f} rad from the setpoint "
-                                             f"(max_command_step {self.max_step:g} rad)")
+                    raise TrajectoryRejected(f"too far: the command is {step:.3f} {self.units['position']} from the "
+                                             f"setpoint (max_command_step {self.max_step:g} {self.units['position']})")
             if tau is not None:
-                lim = np.array(self.model.robot.limits.torque)
+                lim = np.array(self.model.robot.limits.effort)
                 if (np.abs(tau) > lim).any():
-                    raise TrajectoryRejected(f"effort {tau} exceeds the torque limits {lim.tolist()}")
+                    what = "torque" if self.units["effort"] == "N m" else "force"
+                    raise TrajectoryRejected(f"effort {tau} exceeds the {what} limits {lim.tolist()} {self.units['effort']}")
             self.loop.submit_command(self.now(), q=q, tau=tau)
         except (TrajectoryRejected, DriveError, ValueError) as e:
             self.event(f"joint command rejected: {e}", warn=True)
