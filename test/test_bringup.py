@@ -115,3 +115,14 @@ def test_bad_arguments_exit_with_a_clear_error(args, message):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_demo_identifies_a_linear_delta_and_tracks_better(tmp_path):
+    """The same session on a linear Delta (colombo2020): carriages in m, forces in N."""
+    proc = subprocess.run([sys.executable, "-m", "delta_bringup.main", "--robot", "colombo2020", "--demo",
+                           "--out", str(tmp_path), "--cycles", "1"], capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    res = json.loads((tmp_path / "demo_results.json").read_text())
+    pd, nominal, ident = (res[k]["rms_rad"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
+    assert ident < pd / 10 and ident < nominal, res
+    assert res["meaningful"] and not res["disturbances"], res

@@ -1,10 +1,6 @@
 """A linear (prismatic) Delta through the whole stack over real DDS: the hardware node moves the
 carriages (joint and platform trajectories reached), refuses bad trajectories and commands with
-the robot holding still, and the demo's identification improves tracking."""
-import json
-import subprocess
-import sys
-
+the robot holding still. (The linear demo: test_bringup.py.)"""
 import numpy as np
 import pytest
 
@@ -79,13 +75,3 @@ def test_a_streamed_command_too_far_is_refused_in_metres(robot):
     robot.cmd.publish(JointState(name=CARRIAGES, position=(q0 + 0.05).tolist()))
     event = robot.event_after(n0, "joint command rejected")
     assert "0.050 m from the setpoint (max_command_step 0.02 m)" in event, event
-
-
-def test_the_demo_identifies_a_linear_delta_and_tracks_better(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "delta_bringup.main", "--robot", "colombo2020", "--demo",
-                           "--out", str(tmp_path), "--cycles", "1"], capture_output=True, text=True, timeout=400)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    res = json.loads((tmp_path / "demo_results.json").read_text())
-    pd, nominal, ident = (res[k]["rms_rad"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
-    assert ident < pd / 10 and ident < nominal, res
-    assert res["meaningful"] and not res["disturbances"], res

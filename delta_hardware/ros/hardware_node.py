@@ -449,7 +449,7 @@ class HardwareNode(LifecycleNode):
                 raise TrajectoryRejected("the hardware node is not active")
             kind, order = match_joint_names(self.model, strip_prefix(self.prefix, msg.name))
             if kind != "joint":
-                raise TrajectoryRejected(f"joint commands must name the {self.units['joint']} joints "
+                raise TrajectoryRejected(f"joint commands must name the actuated joints "
                                          f"{self.joint_names}")
             q = pick(msg.position, order, "position", msg.name)
             tau = pick(msg.effort, order, "effort", msg.name)

@@ -167,7 +167,7 @@ def test_bad_cartesian_trajectory(robot, case):
 # (id, names, position (HOLD+offset: a list of offsets from the current position), effort, expected)
 COMMANDS = [
     ("unknown-joint", ["arm_1_joint", "arm_2_joint", "x"], [0.2, 0.2, 0.2], [], "unknown joint names"),
-    ("platform-joints", PLATFORM, [0.0, 0.0, -0.7], [], "must name the arm joints"),
+    ("platform-joints", PLATFORM, [0.0, 0.0, -0.7], [], "must name the actuated joints"),
     ("nothing", ARMS, [], [], "needs position or effort"),
     ("nan-position", ARMS, ("offset", [NAN, 0, 0]), [], "position must be finite"),
     ("inf-effort", ARMS, [], [INF, 0.0, 0.0], "effort must be finite"),
