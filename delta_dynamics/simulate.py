@@ -25,7 +25,7 @@ import numpy as np
 
 from delta_dynamics._backend import ScalarMath
 from delta_dynamics.dynamics import (_chains, _inverse_jacobian, _joint_torques,
-                                     _mass_matrix_entries, _solve_sym3, forward_dynamics)
+                                     _mass_matrix_entries, _solve_sym3)
 
 METHODS = ("semi-implicit", "rk4")
 
@@ -83,14 +83,16 @@ def _step_semi_implicit(m, X, Xd, tau, dt, F_P):
 
 
 def _step_rk4(m, X, Xd, tau, dt, F_P, tau_mid=None, tau_end=None):
-    """Classical RK4; the torque is held over the step unless its values at the middle
-    and the end of the step are given (then the step is 4th-order in time too)."""
+    """Classical RK4 on the forward dynamics of ``m``'s kind (rotary or linear); the effort is
+    held over the step unless its values at the middle and the end of the step are given
+    (then the step is 4th-order in time too)."""
     X = np.asarray(X, dtype=float)
     V = np.asarray(Xd, dtype=float)
     t0 = np.asarray(tau, dtype=float)
     tm = t0 if tau_mid is None else np.asarray(tau_mid, dtype=float)
     t1 = t0 if tau_end is None else np.asarray(tau_end, dtype=float)
-    f = lambda x, v, t: forward_dynamics(m, x, v, t, F_P=F_P)
+    fd = m.ops.forward_dynamics
+    f = lambda x, v, t: fd(m, x, v, t, F_P=F_P)  # noqa: E731
     a1 = f(X, V, t0)
     a2 = f(X + 0.5 * dt * V, V + 0.5 * dt * a1, tm)
     a3 = f(X + 0.5 * dt * (V + 0.5 * dt * a1), V + 0.5 * dt * a2, tm)
@@ -116,7 +118,8 @@ def _torque_function(t, tau):
 
 
 def simulate_fixed(m, X0, Xd0, t, tau, method: str = "semi-implicit", substeps: int = 1, F_P=None):
-    """Integrate from (X0, X_dot0) over the time samples ``t`` with a fixed step.
+    """Integrate from (X0, X_dot0) over the time samples ``t`` with a fixed step (the ``step``
+    of ``m``'s kind: either kind of robot).
 
     ``tau`` is a callable tau(t) -> (3,) or an (N, 3) array of torques held over each interval.
     Each interval is split into ``substeps`` equal steps. With a callable and ``"rk4"`` the
@@ -127,6 +130,7 @@ def simulate_fixed(m, X0, Xd0, t, tau, method: str = "semi-implicit", substeps: 
     t = np.asarray(t, dtype=float)
     staged = callable(tau) and method == "rk4"
     ft = _torque_function(t, tau)
+    one_step = m.ops.step
     X, V = tuple(map(float, X0)), tuple(map(float, Xd0))
     Xs = np.empty((len(t), 3))
     Vs = np.empty((len(t), 3))
@@ -138,14 +142,15 @@ def simulate_fixed(m, X0, Xd0, t, tau, method: str = "semi-implicit", substeps: 
             if staged:
                 X, V = _step_rk4(m, X, V, ft(s), h, F_P, ft(s + 0.5 * h), ft(s + h))
             else:
-                X, V = step(m, X, V, ft(s), h, method, F_P)
+                X, V = one_step(m, X, V, ft(s), h, method, F_P)
         Xs[k], Vs[k] = X, V
     return Xs, Vs
 
 
 def simulate_adaptive(m, X0, Xd0, t, tau: Callable | np.ndarray, method: str = "LSODA",
                       rtol: float = 1e-9, atol: float = 1e-11, F_P=None):
-    """Integrate eq. (43) with scipy's ``solve_ivp`` and return (X, X_dot) at the samples ``t``.
+    """Integrate eq. (43) (the forward dynamics of ``m``'s kind) with scipy's ``solve_ivp`` and
+    return (X, X_dot) at the samples ``t``.
 
     ``tau`` is a callable tau(t) or an (N, 3) array sampled at ``t`` (then interpolated with
     a cubic spline).
@@ -162,8 +167,10 @@ def simulate_adaptive(m, X0, Xd0, t, tau: Callable | np.ndarray, method: str = "
             raise ValueError(f"torques must have shape ({len(t)}, 3), got {tau.shape}")
         ft = CubicSpline(t, tau, axis=0)
 
+    fd = m.ops.forward_dynamics
+
     def rhs(s, y):
-        return np.concatenate((y[3:], forward_dynamics(m, y[:3], y[3:], ft(s), F_P=F_P)))
+        return np.concatenate((y[3:], fd(m, y[:3], y[3:], ft(s), F_P=F_P)))
 
     y0 = np.concatenate((np.asarray(X0, dtype=float), np.asarray(Xd0, dtype=float)))
     sol = solve_ivp(rhs, (t[0], t[-1]), y0, method=method, t_eval=t, rtol=rtol, atol=atol)
