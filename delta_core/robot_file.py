@@ -543,6 +543,35 @@ def _check_fields(r: "_Reader", node, schema, where: str = "") -> None:
             _check_fields(r, value, sub, path)
 
 
+def _friction(r: "_Reader", stribeck_velocity: float, smoothing_velocity: float) -> Friction:
+    """The ``friction`` section (either kind; the defaults of the two velocities differ)."""
+    coulomb = r.triple("friction.coulomb", ge=0, default=0.0)
+    return Friction(
+        viscous=r.triple("friction.viscous", ge=0, default=0.0),
+        coulomb=coulomb,
+        static=r.triple("friction.stribeck.static", ge=0, default=list(coulomb)),
+        stribeck_velocity=r.number("friction.stribeck.velocity", gt=0, default=stribeck_velocity),
+        smoothing_velocity=r.number("friction.smoothing_velocity", ge=0, default=smoothing_velocity),
+    )
+
+
+def _position_limits(r: "_Reader", unit: str) -> list:
+    """``limits.position``: three pairs (lo, hi) of finite numbers with lo < hi, in ``unit``."""
+    pos = r.get("limits.position")
+    if (not isinstance(pos, (list, tuple)) or len(pos) != 3
+            or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pos)):
+        r.fail("limits.position", f"must be 3 pairs [lo, hi] in {unit}, got {pos!r}")
+    position = []
+    for k, (lo, hi) in enumerate(pos):
+        for x in (lo, hi):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
+                r.fail(f"limits.position[{k}]", f"must hold finite numbers, got {[lo, hi]!r}")
+        if not lo < hi:
+            r.fail(f"limits.position[{k}]", f"must have lo < hi, got {[lo, hi]!r}")
+        position.append((float(lo), float(hi)))
+    return position
+
+
 def parse_robot(data: Any, source: str = "") -> RobotParameters:
     """Validate the YAML structure of a robot file and build :class:`RobotParameters`."""
     r = _Reader(data, source)
@@ -611,29 +640,12 @@ def parse_robot(data: Any, source: str = "") -> RobotParameters:
         full_body=full,
     )
 
-    coulomb = r.triple("friction.coulomb", ge=0, default=0.0)
-    fr = Friction(
-        viscous=r.triple("friction.viscous", ge=0, default=0.0),
-        coulomb=coulomb,
-        static=r.triple("friction.stribeck.static", ge=0, default=list(coulomb)),
-        stribeck_velocity=r.number("friction.stribeck.velocity", gt=0, default=0.05),
-        smoothing_velocity=r.number("friction.smoothing_velocity", ge=0, default=0.002),
-    )
+    fr = _friction(r, stribeck_velocity=0.05, smoothing_velocity=0.002)
 
-    pos = r.get("limits.position")
-    if (not isinstance(pos, (list, tuple)) or len(pos) != 3
-            or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pos)):
-        r.fail("limits.position", f"must be 3 pairs [lo, hi] in rad, got {pos!r}")
-    position = []
-    for k, (lo, hi) in enumerate(pos):
-        for x in (lo, hi):
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
-                r.fail(f"limits.position[{k}]", f"must hold finite numbers, got {[lo, hi]!r}")
-        if not lo < hi:
-            r.fail(f"limits.position[{k}]", f"must have lo < hi, got {[lo, hi]!r}")
+    position = _position_limits(r, "rad")
+    for k, (lo, hi) in enumerate(position):
         if lo < -math.pi or hi > math.pi:
             r.fail(f"limits.position[{k}]", f"must lie within [-pi, pi], got {[lo, hi]!r}")
-        position.append((float(lo), float(hi)))
     lim = Limits(
         position=tuple(position),
         velocity=r.triple("limits.velocity", gt=0),
@@ -822,27 +834,9 @@ def _parse_prismatic(r: _Reader) -> PrismaticRobotParameters:
         payload_mass=r.number("mass_properties.payload.mass", ge=0, default=0.0),
     )
 
-    coulomb = r.triple("friction.coulomb", ge=0, default=0.0)
-    fr = Friction(
-        viscous=r.triple("friction.viscous", ge=0, default=0.0),
-        coulomb=coulomb,
-        static=r.triple("friction.stribeck.static", ge=0, default=list(coulomb)),
-        stribeck_velocity=r.number("friction.stribeck.velocity", gt=0, default=0.01),
-        smoothing_velocity=r.number("friction.smoothing_velocity", ge=0, default=0.001),
-    )
+    fr = _friction(r, stribeck_velocity=0.01, smoothing_velocity=0.001)
 
-    pos = r.get("limits.position")
-    if (not isinstance(pos, (list, tuple)) or len(pos) != 3
-            or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pos)):
-        r.fail("limits.position", f"must be 3 pairs [lo, hi] in m, got {pos!r}")
-    position = []
-    for k, (lo, hi) in enumerate(pos):
-        for x in (lo, hi):
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(float(x)):
-                r.fail(f"limits.position[{k}]", f"must hold finite numbers, got {[lo, hi]!r}")
-        if not lo < hi:
-            r.fail(f"limits.position[{k}]", f"must have lo < hi, got {[lo, hi]!r}")
-        position.append((float(lo), float(hi)))
+    position = _position_limits(r, "m")
     if max(p[0] for p in position) >= min(p[1] for p in position):
         r.fail("limits.position", "the three carriages have no common range of motion, so the "
                f"platform cannot stand on the z axis; got {[list(p) for p in position]!r}")
