@@ -38,7 +38,7 @@ DT = 1e-3
 TARGET_MULTIBODY = 3.0
 KP, KD = 2500.0, 60.0
 #: (module, class) candidates of the MuJoCo plant (written by the MuJoCo work), tried in order.
-MUJOCO_PLANTS = (("delta_dynamics.mujoco.plant", "MujocoPlant"), ("delta_dynamics.mujoco_plant", "MujocoPlant"),
+MUJOCO_PLANTS = (("delta_dynamics.mujoco_model.plant", "MujocoPlant"), ("delta_dynamics.mujoco.plant", "MujocoPlant"),
                  ("delta_hardware.mujoco.plant", "MujocoPlant"))
 
 

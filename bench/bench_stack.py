@@ -84,7 +84,9 @@ def loop_timing(rate: float, seconds: float, priority: int, busy: int):
         while time.monotonic() < t_end:
             rclpy.spin_once(node, timeout_sec=0.05)
     finally:
-        stop(hw, ident, *hogs)
+        stop(hw, ident)
+        for h in hogs:
+            h.kill()
         node.destroy_node()
     st = np.sort(stamps[k0:n[0]])
     d = np.diff(st)
@@ -109,7 +111,9 @@ def feedforward_latency(seconds: float, busy: int):
         while time.monotonic() < t_end:
             rclpy.spin_once(node, timeout_sec=0.1)
     finally:
-        stop(hw, dyn, *hogs)
+        stop(hw, dyn)
+        for h in hogs:
+            h.kill()
         node.destroy_node()
     return last
 
