@@ -102,3 +102,28 @@ def test_the_hardware_node_exits_cleanly(sig):
             assert bad not in node.output(), node.output()[-3000:]
     finally:
         node.close()
+
+
+def test_a_signal_during_a_finalizer_raises_nothing_there():
+    """A signal that lands in a ``__del__`` (rclpy's Future.__del__ under the collector) must not
+    raise there: Python would print "Exception ignored ... KeyboardInterrupt" with a traceback and
+    drop it. Elsewhere the first signal raises KeyboardInterrupt, a second one nothing."""
+    import sys
+
+    from delta_core.ros.node_util import _StopOnce
+    handler = _StopOnce()
+    raised = []
+
+    class Finalised:
+        def __del__(self):
+            try:
+                handler(signal.SIGTERM, sys._getframe())
+            except KeyboardInterrupt:
+                raised.append("in __del__")
+
+    Finalised()     # collected at once: __del__ runs here
+    assert raised == [] and not handler.stopping
+    with pytest.raises(KeyboardInterrupt):
+        handler(signal.SIGTERM, sys._getframe())
+    handler(signal.SIGINT, sys._getframe())      # the second signal: ignored
+    assert handler.stopping

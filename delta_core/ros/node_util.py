@@ -78,6 +78,15 @@ class DropLog:
         self._logger.warning(text + more)
 
 
+def _in_finalizer(frame) -> bool:
+    """Whether ``frame`` (where a signal interrupted the main thread) runs inside a ``__del__``."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
 class _StopOnce:
     """Python-level SIGINT/SIGTERM handler, called by rclpy's handler after it has started the
     shutdown: the first signal raises KeyboardInterrupt in the main thread (as Python's default
@@ -85,7 +94,12 @@ class _StopOnce:
     that a second Ctrl-C (``ros2 launch`` and the terminal both send one) cannot interrupt the
     cleanup. While ``deferred`` (the node is being built: an exception in the middle of its
     constructor would leave a half-built node nobody destroys), it only remembers the signal;
-    :meth:`release` raises it once the node exists."""
+    :meth:`release` raises it once the node exists.
+
+    A signal that arrives while a finalizer runs (``__del__``, e.g. rclpy's ``Future.__del__``
+    called by the garbage collector) raises nothing: Python would only print the exception as
+    "ignored" and the spin would not see it. rclpy's own handler has already shut the context
+    down, which wakes the executor and ends the spin just the same."""
 
     def __init__(self):
         self.stopping = False
@@ -95,7 +109,7 @@ class _StopOnce:
     def __call__(self, signum, frame):
         if self.deferred:
             self.pending = True
-        elif not self.stopping:
+        elif not self.stopping and not _in_finalizer(frame):
             self.stopping = True
             raise KeyboardInterrupt
 
