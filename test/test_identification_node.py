@@ -32,3 +32,49 @@ def test_the_node_refuses_to_start_with_a_bad_parameter():
     out = proc.stdout + proc.stderr
     assert "cannot start: delta_identification parameter window must be > 0 s, got -5.0" in out
     assert "Traceback" not in out
+
+
+@pytest.mark.ros
+def test_a_refit_names_the_samples_lost_from_its_window():
+    """Joint states stamped every 2 ms with 50 of them never sent (lost in delivery): the refit's
+    answer says how many are missing and where the gap is, whatever the fit's outcome."""
+    import numpy as np
+    from builtin_interfaces.msg import Time
+    from sensor_msgs.msg import JointState
+    from std_srvs.srv import Trigger
+
+    from ros_helpers import NodeProcess, RosClient
+    node = NodeProcess("delta_dynamics.ros.identification_node", "-r", "__node:=ident_gap",
+                       "-p", "min_samples:=100", "-p", "rls_rate:=0.0", "-p", "output:=/nonexistent/x.yaml")
+    client = RosClient("ident_gap_test")
+    try:
+        pub = client.node.create_publisher(JointState, "/joint_states", 1000)
+        refit = client.node.create_client(Trigger, "/ident_gap/refit")
+        assert client.spin_until(lambda: pub.get_subscription_count() > 0, 30), node.output()[-2000:]
+        rng = np.random.default_rng(3)
+        sent = [k for k in range(600) if not 200 <= k < 250]
+        for k in sent:
+            t = 10.0 + 0.002 * k
+            m = JointState(name=["arm_1_joint", "arm_2_joint", "arm_3_joint"])
+            m.header.stamp = Time(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+            m.position = [0.3 * np.sin(3 * t + i) for i in range(3)]
+            m.velocity = [0.9 * np.cos(3 * t + i) for i in range(3)]
+            m.effort = list(rng.normal(0.0, 5.0, 3))
+            pub.publish(m)
+            if k % 50 == 0:
+                client.spin_for(0.01)
+        answers = []
+
+        def complete():          # the samples around the gap have arrived
+            answers.append(_answer(client, refit))
+            return "(50 missing: the largest gap 0.102 s at t = 10.398 s)" in answers[-1]
+        assert client.spin_until(complete, 30), answers[-3:]
+    finally:
+        client.close()
+        assert node.stop() == 0, node.output()[-2000:]
+        assert "Traceback" not in node.output(), node.output()[-2000:]
+        node.close()
+
+
+def _answer(client, refit) -> str:
+    return client.call(refit, __import__("std_srvs.srv", fromlist=["Trigger"]).Trigger.Request(), 30).message

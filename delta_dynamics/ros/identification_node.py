@@ -53,7 +53,18 @@ from delta_dynamics.identification.robot_update import identified_robot, write_r
 from delta_dynamics.kinematics import UnreachableError
 
 NODE_NAME = "delta_identification"
-WINDOW_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=5000, reliability=ReliabilityPolicy.RELIABLE)
+#: /joint_states per second the window is sized for (a 1 kHz loop, with a margin)
+MAX_RATE = 1200
+
+
+def window_qos(window: float) -> QoSProfile:
+    """Reliable, as deep as the window: a process the host starves for a while (it takes each
+    message in Python) finds the samples it has not taken yet queued, not dropped, when it
+    catches up (a queue of 5000 lost a few hundred of a 16 s window on a saturated host)."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(window * MAX_RATE) + 1000,
+                      reliability=ReliabilityPolicy.RELIABLE)
+
+
 PARAMETERS = {
     "robot": DEFAULT_ROBOT,           # the nominal robot file (prior and template of the output)
     "window": 20.0,                   # s of /joint_states kept
@@ -98,6 +109,24 @@ def check_parameters(p: dict) -> None:
             raise ValueError(f"{NODE_NAME} parameter {name} {rule}, got {p[name]!r}")
 
 
+def missing_samples(t: np.ndarray) -> tuple[int, float, float]:
+    """Samples missing from evenly spaced stamps ``t`` (lost in delivery): (count, the largest
+    gap in s, where it starts). The spacing is the median step; a step over 1.5 of it is a gap.
+
+    >>> missing_samples(np.array([0.0, 0.002, 0.004, 0.010, 0.012]))
+    (2, 0.006, 0.004)
+    """
+    if len(t) < 3:
+        return 0, 0.0, 0.0
+    d = np.diff(t)
+    dt = float(np.median(d))
+    gaps = d > 1.5 * dt
+    if dt <= 0 or not gaps.any():
+        return 0, 0.0, 0.0
+    k = int(np.argmax(d))
+    return int(np.sum(np.round(d[gaps] / dt) - 1)), round(float(d[k]), 9), float(t[k])
+
+
 class IdentificationNode(Node):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
@@ -112,7 +141,7 @@ class IdentificationNode(Node):
         # not per-message Python objects: a full garbage collection over hundreds of
         # thousands of small lists would pause every thread of the process (the control loop
         # too when composed in delta-bringup).
-        self._rows = np.zeros((int(p["window"] * 1200) + 1000, 11))
+        self._rows = np.zeros((int(p["window"] * MAX_RATE) + 1000, 11))
         self._n = 0                              # rows written in total
         self._drops = DropLog(self.get_logger())
         nominal = self.model.params.as_vector()
@@ -124,8 +153,7 @@ class IdentificationNode(Node):
         self._refit_lock = threading.Lock()
         self.pub = self.create_publisher(String, "~/estimate", 10)
         self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", 10)
-        # a deep queue: a refit or a busy host must not drop samples of the window
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, WINDOW_QOS)
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, window_qos(p["window"]))
         slow = MutuallyExclusiveCallbackGroup()
         self.create_service(Trigger, "~/refit", self._on_refit, callback_group=slow)
         self._push_group = ReentrantCallbackGroup()
@@ -249,12 +277,17 @@ class IdentificationNode(Node):
 
     def _refit(self):
         p = self.params()
+        lost = ""
         try:
             check_parameters(p)
             data = self.window()
             n = len(data)
+            missing = missing_samples(data.t)
+            if missing[0]:       # lost in delivery: said in every answer, the fit saw another window
+                lost = (f" ({missing[0]} missing: the largest gap {missing[1]:.3f} s at "
+                        f"t = {missing[2]:.3f} s)")
             if n < p["min_samples"]:
-                raise IdentificationError(f"only {n} samples in the window, need {p['min_samples']} "
+                raise IdentificationError(f"only {n} samples{lost} in the window, need {p['min_samples']} "
                                           f"(move the robot, e.g. on an excitation trajectory)")
             k = int(round(n * (1.0 - p["validation_fraction"])))
             part = lambda a, s: None if a is None else a[s]
@@ -267,19 +300,19 @@ class IdentificationNode(Node):
                                 Preprocessing(cutoff=p["cutoff"]), validation=val)
             seconds = time.perf_counter() - t0
         except (IdentificationError, UnreachableError, ValueError) as e:
-            return False, f"refit failed: {e}"
+            return False, f"refit failed: {e}" + (lost if lost and lost not in str(e) else "")
         fitness = [float(v) for v in res.validation["fitness"]] if res.validation else []
         applied = bool(fitness) and min(fitness) >= p["fitness_threshold"]
         out = str(Path(p["output"]).resolve())
         self.last_result = {"source": res.method, "names": list(res.names),
                             "values": [float(v) for v in res.values],
                             "std": [float(v) for v in res.estimate.std], "fitness": fitness,
-                            "samples": n, "seconds": seconds, "applied": applied,
+                            "samples": n, "missing": missing[0], "seconds": seconds, "applied": applied,
                             "output": out if applied else ""}
         self.pub.publish(String(data=json.dumps(self.last_result)))
         fit_txt = ", ".join(f"{v:.4f}" for v in fitness)
         if not applied:
-            return False, (f"validation fitness [{fit_txt}] below the threshold "
+            return False, (f"validation fitness [{fit_txt}] from {n} samples{lost} below the threshold "
                            f"{p['fitness_threshold']:g}: parameters not applied")
         try:
             robot = identified_robot(self.model.robot, res, self.model, "/joint_states (online window)",
@@ -288,7 +321,7 @@ class IdentificationNode(Node):
         except (RobotFileError, OSError, IdentificationError) as e:
             return False, f"could not write {out}: {e}"
         pushed = self._push(out, p["push_to"])
-        return True, (f"validation fitness [{fit_txt}] from {n} samples in {seconds:.2f} s; "
+        return True, (f"validation fitness [{fit_txt}] from {n} samples{lost} in {seconds:.2f} s; "
                       f"wrote {out}; pushed to {', '.join(pushed) or 'no node'}")
 
     def _push(self, path, targets):
