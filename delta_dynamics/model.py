@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_core.robot_file import RobotFileError, RobotParameters, load_robot
+from delta_core.robot_file import RobotParameters, load_robot
 from delta_dynamics.kinds import ops
 
 #: Order of the lumped parameters in :meth:`DynamicParameters.as_vector` and in the regressor.
@@ -111,30 +111,14 @@ class DynamicParameters:
 def _identified_parameters(robot: RobotParameters) -> "DynamicParameters | None":
     """``metadata.identified.lumped_parameters`` ({names, values, static}) of an identified
     robot file as DynamicParameters, or None; a malformed entry raises RobotFileError."""
-    ident = (robot.metadata or {}).get("identified")
-    lp = ident.get("lumped_parameters") if isinstance(ident, dict) else None
-    if lp is None:
-        return None
-    where = f"{robot.source or robot.name}: metadata.identified.lumped_parameters"
-    if not isinstance(lp, dict):
-        raise RobotFileError(f"{where} must be a mapping with names, values and static")
-    names, values = lp.get("names"), lp.get("values")
-    if list(names or []) != list(PARAMETER_NAMES):
-        raise RobotFileError(f"{where}.names must be {list(PARAMETER_NAMES)}, got {names!r}")
-    try:
-        v = np.asarray(values, dtype=float)
-        static = np.asarray(lp.get("static", v[11:14]), dtype=float)
-    except (TypeError, ValueError, IndexError):
-        raise RobotFileError(f"{where}: values and static must be numbers") from None
-    if v.shape != (14,) or static.shape != (3,) or not (np.isfinite(v).all() and np.isfinite(static).all()):
-        raise RobotFileError(f"{where}: need 14 finite values and 3 finite static torques")
-    from delta_core.plausibility import LUMPED_BOUNDS, check_bound
+    from delta_core.plausibility import LUMPED_BOUNDS
+    from delta_dynamics.identified_lumped import read_identified_lumped
     kinds = ["mass", "mass"] + ["inertia"] * 3 + ["moment"] * 3 + ["viscous"] * 3 + ["coulomb"] * 3
-    for name, kind, x in [*zip(PARAMETER_NAMES, kinds, v), *((f"static_{j + 1}", "coulomb", x)
-                                                              for j, x in enumerate(static))]:
-        why = check_bound(LUMPED_BOUNDS[kind], x)
-        if why:
-            raise RobotFileError(f"{where}: {name} {why}")
+    kind_of = {**dict(zip(PARAMETER_NAMES, kinds)), **{f"static_{j}": "coulomb" for j in (1, 2, 3)}}
+    found = read_identified_lumped(robot, PARAMETER_NAMES, kind_of, LUMPED_BOUNDS, "torques")
+    if found is None:
+        return None
+    v, static = found
     f = robot.friction
     return DynamicParameters.from_vector(v, static=tuple(static.tolist()), stribeck_velocity=f.stribeck_velocity,
                                          smoothing_velocity=f.smoothing_velocity)

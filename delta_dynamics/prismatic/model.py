@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_core.robot_file import PrismaticRobotParameters, RobotFileError, load_robot
+from delta_core.robot_file import PrismaticRobotParameters, load_robot
 from delta_dynamics.kinds import ops
 
 #: Order of the lumped parameters in :meth:`PrismaticParameters.as_vector` and in the regressor
@@ -141,28 +141,12 @@ class PrismaticParameters:
 def _identified_parameters(robot) -> "PrismaticParameters | None":
     """``metadata.identified.lumped_parameters`` ({names, values, static}) as
     PrismaticParameters, or None; a malformed entry raises RobotFileError."""
-    ident = (robot.metadata or {}).get("identified")
-    lp = ident.get("lumped_parameters") if isinstance(ident, dict) else None
-    if lp is None:
+    from delta_core.plausibility import PRISMATIC_LUMPED_BOUNDS
+    from delta_dynamics.identified_lumped import read_identified_lumped
+    found = read_identified_lumped(robot, PARAMETER_NAMES, PARAMETER_KINDS, PRISMATIC_LUMPED_BOUNDS, "forces")
+    if found is None:
         return None
-    where = f"{robot.source or robot.name}: metadata.identified.lumped_parameters"
-    if not isinstance(lp, dict):
-        raise RobotFileError(f"{where} must be a mapping with names, values and static")
-    names, values = lp.get("names"), lp.get("values")
-    if list(names or []) != list(PARAMETER_NAMES):
-        raise RobotFileError(f"{where}.names must be {list(PARAMETER_NAMES)}, got {names!r}")
-    try:
-        v = np.asarray(values, dtype=float)
-        static = np.asarray(lp.get("static", v[11:14]), dtype=float)
-    except (TypeError, ValueError, IndexError):
-        raise RobotFileError(f"{where}: values and static must be numbers") from None
-    if v.shape != (14,) or static.shape != (3,) or not (np.isfinite(v).all() and np.isfinite(static).all()):
-        raise RobotFileError(f"{where}: need 14 finite values and 3 finite static forces")
-    from delta_core.plausibility import PRISMATIC_LUMPED_BOUNDS, check_bound
-    for name, x in [*zip(PARAMETER_NAMES, v), *((f"static_{j + 1}", x) for j, x in enumerate(static))]:
-        why = check_bound(PRISMATIC_LUMPED_BOUNDS[PARAMETER_KINDS[name]], x)
-        if why:
-            raise RobotFileError(f"{where}: {name} {why}")
+    v, static = found
     f = robot.friction
     return PrismaticParameters.from_vector(v, static=tuple(static.tolist()),
                                            stribeck_velocity=f.stribeck_velocity,
