@@ -122,6 +122,14 @@ def check_joint_limits(m, qs, X=None):
 
     ``qs``: three components (floats or arrays), or an array of shape (3,) or (N, 3).
     """
+    check_limits(m, qs, X, lambda i, v: f"joint {i + 1} angle {v:.4f} rad is outside its limits "
+                                        f"[{m.q_lo[i]:g}, {m.q_hi[i]:g}]")
+
+
+def check_limits(m, qs, X, describe):
+    """Raise UnreachableError naming the first joint (and sample) outside ``[m.q_lo, m.q_hi]``,
+    for either kind of robot: ``describe(i, value)`` words the joint and its limits, the
+    platform position ``X`` (if given) and the sample index follow."""
     if isinstance(qs, np.ndarray):
         qs = [qs[..., i] for i in range(3)]
     for i in range(3):
@@ -130,10 +138,8 @@ def check_joint_limits(m, qs, X=None):
         if k is not None:
             where = "" if np.ndim(ok) == 0 else f" (sample {k})"
             qv = [float(_sample(q, k)) for q in qs]
-            pt = "" if X is None else f" for platform position {_fmt(np.asarray(X).reshape(-1, 3)[k])} m"
-            raise UnreachableError(
-                f"joint {i + 1} angle {qv[i]:.4f} rad is outside its limits "
-                f"[{m.q_lo[i]:g}, {m.q_hi[i]:g}]{pt}{where}", index=k, point=qv)
+            pt = "" if X is None else f" for platform position {_fmt(np.asarray(X, dtype=float).reshape(-1, 3)[k])} m"
+            raise UnreachableError(f"{describe(i, qv[i])}{pt}{where}", index=k, point=qv)
 
 
 def elbow_positions(m, q):

@@ -39,19 +39,17 @@ import math
 
 import numpy as np
 
-from delta_dynamics._backend import ArrayMath, ScalarMath, join3, split3
-from delta_dynamics.kinematics import SingularityError, UnreachableError
+from delta_dynamics._backend import ScalarMath, join3, split3
+from delta_dynamics.kinematics import (
+    SingularityError,
+    UnreachableError,
+    _fmt,
+    _sample,
+    check_limits,
+)
 
 #: A rod pair counts as horizontal (singular) when its vertical drop is below this fraction of l.
 HORIZONTAL_TOL = 1e-9
-
-
-def _fmt(v) -> str:
-    return "(" + ", ".join(f"{float(c):.6g}" for c in v) + ")"
-
-
-def _sample(a, k):
-    return a if np.ndim(a) == 0 else a[k]
 
 
 def chain_geometry(m, i, x, y, z, xp):
@@ -121,18 +119,8 @@ def check_joint_limits(m, qs, X=None):
 
     ``qs``: three components (floats or arrays), or an array of shape (3,) or (N, 3).
     """
-    if isinstance(qs, np.ndarray):
-        qs = [qs[..., i] for i in range(3)]
-    for i in range(3):
-        ok = (qs[i] >= m.q_lo[i]) & (qs[i] <= m.q_hi[i])
-        k = (ScalarMath if np.ndim(ok) == 0 else ArrayMath).first_bad(ok)
-        if k is not None:
-            where = "" if np.ndim(ok) == 0 else f" (sample {k})"
-            qv = [float(_sample(q, k)) for q in qs]
-            pt = "" if X is None else f" for platform position {_fmt(np.asarray(X, dtype=float).reshape(-1, 3)[k])} m"
-            raise UnreachableError(
-                f"carriage {i + 1} position {qv[i]:.6g} m is outside its limits "
-                f"[{m.q_lo[i]:g}, {m.q_hi[i]:g}] m{pt}{where}", index=k, point=qv)
+    check_limits(m, qs, X, lambda i, v: f"carriage {i + 1} position {v:.6g} m is outside its limits "
+                                        f"[{m.q_lo[i]:g}, {m.q_hi[i]:g}] m")
 
 
 def carriage_positions(m, q):
