@@ -199,6 +199,10 @@ class Demo:
     SETTLE = 0.3
     #: simulated time of the first motion
     FIRST_START = 1.0
+    #: s (wall) without any new /clock or /joint_states after which a wait fails
+    NO_PROGRESS = 120.0
+    #: set when the process stops (a signal, a node process that ended): waits end at once
+    stop = None
 
     def set_param(self, client, name, value):
         req = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
@@ -254,14 +258,22 @@ class Demo:
         n0 = len(self.events)
         deadline = None
         t_abs -= 1e-6                                   # stamps are rounded to nanoseconds
+        progress, still_since = None, time.monotonic()
         while self.now() < t_abs or (self.n_js and self.js[self.n_js - 1, 0] < t_abs):
             for e in self.events[n0:]:
                 if e.startswith(("quick stop", "fault")):
                     raise RobotStopped(f"the hardware node stopped the robot: {e}")
+            if self.stop is not None and self.stop.is_set():
+                raise RuntimeError("stopped (a signal, or a node process ended)")
             if self.now() >= t_abs:
                 deadline = deadline or time.monotonic() + 60.0
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the joint states up to t = {t_abs:.3f} s did not arrive within 60 s")
+            if (self.now(), self.n_js) != progress:     # however slow the host: some progress
+                progress, still_since = (self.now(), self.n_js), time.monotonic()
+            elif time.monotonic() - still_since > self.NO_PROGRESS:
+                raise RuntimeError(f"neither /clock nor /joint_states moved for {self.NO_PROGRESS:g} s while "
+                                   f"waiting for t = {t_abs:.3f} s (the clock stands at {self.now():.3f} s)")
             time.sleep(0.02)
 
     def with_recovery(self, phase, *args, attempts: int = 3):
@@ -366,6 +378,7 @@ class Demo:
 
     def run_and_report(self, stop):
         """Run the session; then set ``stop`` so that the main thread ends the process."""
+        self.stop = stop
         try:
             self.run()
             self.exit_code = 0 if self.meaningful else 1

@@ -293,6 +293,29 @@ def test_pause_and_pause_at_freeze_simulated_time(stack):
     robot.wait_sim(0.1)
 
 
+def test_a_node_that_joins_a_paused_simulation_gets_its_time(stack):
+    """While simulated time stands still /clock repeats the time it stands at: a node that joins
+    then (or lost the last /clock: rclpy subscribes best effort) reads that time, instead of
+    waiting for ever (the demo hung so once on a saturated host)."""
+    from rclpy.parameter import Parameter
+    from std_srvs.srv import SetBool
+    _, robot = stack
+    pause = robot.c.node.create_client(SetBool, "/delta_hardware/pause")
+    assert robot.c.call(pause, SetBool.Request(data=True)).success
+    robot.c.spin_for(0.3)
+    t = robot.sim_time
+    late = RosClient("joins_paused")
+    try:
+        late.node.set_parameters([Parameter("use_sim_time", value=True)])
+        now = lambda: late.node.get_clock().now().nanoseconds * 1e-9
+        assert late.spin_until(lambda: now() > 0, 10), "no /clock while the simulation is paused"
+        assert now() == pytest.approx(t, abs=1e-9)
+    finally:
+        late.close()
+        assert robot.c.call(pause, SetBool.Request(data=False)).success
+    robot.wait_sim(0.1)
+
+
 def test_an_exception_in_the_loop_stops_the_robot_and_ends_in_error_processing(tmp_path):
     """A feedforward robot file whose geometry cannot reach the setpoint makes the model raise
     inside the loop: quick stop, the reason on /diagnostics as ERROR, lifecycle unconfigured."""

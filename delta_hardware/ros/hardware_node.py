@@ -26,6 +26,7 @@ allowed from the current state is refused (the node keeps controlling). With ``a
 from __future__ import annotations
 
 import json
+import threading
 import sys
 import time
 
@@ -73,6 +74,7 @@ class HardwareNode(LifecycleNode):
         self.owns_time = False
         self._sim_time = 0.0
         self._entities = []
+        self.pub_clock = None                    # /clock, while the node owns simulated time
         self._action_server = None
         self._failure = ""                       # why the loop thread died (error processing)
         self._gains_max = None
@@ -85,6 +87,9 @@ class HardwareNode(LifecycleNode):
         self.create_service(Trigger, "~/status", self._on_status)
         # on the steady clock: diagnostics go on while simulated time is paused or stopped
         self.create_timer(1.0, self._publish_diagnostics, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self._clock_sent = None                  # the last simulated time published on /clock
+        self._clock_lock = threading.Lock()      # /clock from the loop and the hold timer, in order
+        self.create_timer(self.CLOCK_HOLD_PERIOD, self._hold_clock, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._loop_failed = self.create_guard_condition(self._after_loop_error)
 
     # ------------------------------------------------------------------ parameters
@@ -221,6 +226,9 @@ class HardwareNode(LifecycleNode):
                                             paused=first and bool(p["start_paused"]))
             self.thread.pause_at = float(p["pause_at"]) or None
             self.thread.on_pause = lambda t: self.event(f"simulation paused at t = {t:.3f} s")
+            with self._clock_lock:           # a simulation that starts paused has a time too
+                if self._clock_sent is None:
+                    self._clock_sent = self._sim_time
             if self.thread.paused:
                 self.event("simulation paused at t = 0 (start_paused): resume with ~/pause false")
         else:
@@ -354,6 +362,9 @@ class HardwareNode(LifecycleNode):
         if self.intake is not None:
             self.intake.close()
             self.intake = None
+        with self._clock_lock:
+            self.pub_clock = None                          # the hold timer sees it gone
+            self._clock_sent = None
         for destroy, entity in self._entities:
             destroy(entity)
         self._entities = []
@@ -373,9 +384,26 @@ class HardwareNode(LifecycleNode):
                 self.drives = None
 
     # ------------------------------------------------------------------ the loop's output
+    #: s (steady clock) between repeats of /clock while simulated time stands still
+    CLOCK_HOLD_PERIOD = 0.1
+
+    def _hold_clock(self):
+        """While simulated time stands still (paused, or the loop stopped), publish the last
+        /clock again: a node that joined late or lost that message (rclpy's clock subscription
+        is best effort) would otherwise wait for ever for a time that has come, as Gazebo's
+        paused clock keeps publishing too. Only the value already sent: never backwards."""
+        if not getattr(self.thread, "paused", True):
+            return
+        with self._clock_lock:
+            if self.pub_clock is not None and self._clock_sent is not None:
+                self.pub_clock.publish(ClockMsg(clock=to_time(self._clock_sent)))
+
     def _on_cycle(self, out):
         if self.pub_clock is not None:
-            self.pub_clock.publish(ClockMsg(clock=to_time(out.time)))
+            with self._clock_lock:
+                if self.pub_clock is not None:
+                    self.pub_clock.publish(ClockMsg(clock=to_time(out.time)))
+                    self._clock_sent = out.time
         names = self.joint_names
         if out.preview is not None and self.publish_desired:
             d = JointTrajectory()
