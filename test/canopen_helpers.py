@@ -36,6 +36,7 @@ class Frames(can.Listener):
     def __init__(self, channel, interface="virtual"):
         self.frames = []
         self._lock = threading.Lock()
+        self._where = dict(interface=interface, channel=channel)
         self.bus = can.Bus(interface=interface, channel=channel)
         self.notifier = can.Notifier(self.bus, [self], timeout=0.05)
 
@@ -46,6 +47,28 @@ class Frames(can.Listener):
     def mark(self) -> int:
         with self._lock:
             return len(self.frames)
+
+    #: the id of the marker frame of :meth:`mark_sent` (no node of the tests uses node ID 127)
+    MARKER = 0x7FF
+
+    def mark_sent(self, timeout: float = 10.0) -> int:
+        """The mark after every frame sent on the channel so far, however far this listener's
+        thread is behind (a busy host): a marker frame sent now, from a bus of its own, is queued
+        behind them; wait until it is received. (``mark`` counts only what was received.)"""
+        n = self.mark()
+        sender = can.Bus(**self._where)
+        try:
+            sender.send(can.Message(arbitration_id=self.MARKER, data=b"mark", is_extended_id=False))
+        finally:
+            sender.shutdown()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                for k in range(n, len(self.frames)):
+                    if self.frames[k][1] == self.MARKER:
+                        return k + 1
+            time.sleep(0.005)
+        raise AssertionError(f"the marker frame did not arrive within {timeout} s")
 
     def since(self, n=0):
         with self._lock:
