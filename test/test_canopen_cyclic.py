@@ -136,7 +136,7 @@ def test_the_backend_sends_rpdos_in_write_and_sync_in_cycle():
         for _ in range(3):
             drives.cycle(DT)
             fb = drives.read()
-        n0 = frames.mark()
+        n0 = frames.mark_sent()
         read = []
         for k in range(5):
             q = np.array(fb.position) + 1e-3

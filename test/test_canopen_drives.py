@@ -166,7 +166,7 @@ def test_frames_sync_period_and_pdo_contents():
     try:
         drives.enable()
         fb = drives.read()
-        n0 = frames.mark()
+        n0 = frames.mark_sent()
         sent = []
         for k in range(20):                                   # by hand: known targets
             q = np.array(fb.position) + 1e-3 * k
@@ -212,7 +212,7 @@ def test_frames_sync_period_and_pdo_contents():
         loop = ControlLoop(MODEL, drives, LoopConfig(rate=1 / DT, feedforward="model"))
         loop.activate()
         thread = LoopThread(loop, lambda out: None, clock=time.monotonic)
-        n0 = frames.mark()
+        n0 = frames.mark_sent()
         thread.start()
         wait_until(lambda: sum(cob == 0x80 for _, cob, _ in frames.since(n0)) > 200, timeout=20.0, step=0.05)
         thread.stop()
