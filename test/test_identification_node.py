@@ -10,6 +10,8 @@ from delta_dynamics.ros.identification_node import PARAMETERS, check_parameters
 
 @pytest.mark.parametrize("name, value, rule", [
     ("window", -1.0, "window must be > 0 s, got -1.0"),
+    ("window", float("inf"), "window must be at most 600 s (the node keeps it in memory), got inf"),
+    ("window", 1e6, "window must be at most 600 s"),
     ("validation_fraction", 1.5, "validation_fraction must be in (0, 1), got 1.5"),
     ("method", "bogus", "method must be one of ols, wls, bounded, tsvd, dls, got 'bogus'"),
     ("forgetting_factor", 0.0, "forgetting_factor must be in (0, 1]"),
@@ -69,6 +71,10 @@ def test_a_refit_names_the_samples_lost_from_its_window():
             answers.append(_answer(client, refit))
             return "(50 missing: the largest gap 0.102 s at t = 10.398 s)" in answers[-1]
         assert client.spin_until(complete, 30), answers[-3:]
+        # a window longer than the node's buffer (sized at start) is refused by name
+        assert client.set_parameter("ident_gap", "window", 30.0).successful
+        answer = _answer(client, refit)
+        assert "refit failed: window 30 s is longer than the 20 s this node keeps" in answer, answer
     finally:
         client.close()
         assert node.stop() == 0, node.output()[-2000:]

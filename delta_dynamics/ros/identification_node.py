@@ -55,6 +55,8 @@ from delta_dynamics.kinematics import UnreachableError
 NODE_NAME = "delta_identification"
 #: /joint_states per second the window is sized for (a 1 kHz loop, with a margin)
 MAX_RATE = 1200
+#: s: the longest window (720 000 rows, 63 MB of buffer; longer runs: delta-identify on a bag)
+MAX_WINDOW = 600.0
 
 
 def window_qos(window: float) -> QoSProfile:
@@ -90,6 +92,7 @@ def check_parameters(p: dict) -> None:
     """Raise ValueError naming the first parameter whose value is unusable."""
     rules = [
         ("window", p["window"] > 0, "must be > 0 s"),
+        ("window", p["window"] <= MAX_WINDOW, f"must be at most {MAX_WINDOW:g} s (the node keeps it in memory)"),
         ("window_end", p["window_end"] >= 0, "must be >= 0 s (0: the newest sample)"),
         ("forgetting_factor", 0 < p["forgetting_factor"] <= 1, "must be in (0, 1]"),
         ("rls_rate", p["rls_rate"] >= 0, "must be >= 0 Hz (0: off)"),
@@ -142,6 +145,7 @@ class IdentificationNode(Node):
         # thousands of small lists would pause every thread of the process (the control loop
         # too when composed in delta-bringup).
         self._rows = np.zeros((int(p["window"] * MAX_RATE) + 1000, 11))
+        self._kept = float(p["window"])          # s the buffer and the queue are sized for
         self._n = 0                              # rows written in total
         self._drops = DropLog(self.get_logger())
         nominal = self.model.params.as_vector()
@@ -280,6 +284,9 @@ class IdentificationNode(Node):
         lost = ""
         try:
             check_parameters(p)
+            if p["window"] > self._kept:
+                raise ValueError(f"window {p['window']:g} s is longer than the {self._kept:g} s this node keeps "
+                                 f"(sized at start: restart it with the longer window)")
             data = self.window()
             n = len(data)
             missing = missing_samples(data.t)
