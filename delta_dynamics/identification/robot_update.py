@@ -45,6 +45,19 @@ from delta_dynamics.model import DynamicParameters
 from . import IdentificationError
 
 
+
+def clip_negative(name: str, vals, notes: list) -> tuple:
+    """``vals`` as floats with each negative one written as 0, noted in ``notes``
+    ("identified <name>_<j> = v < 0: written as 0"): identified friction coefficients of a robot
+    file must not be negative."""
+    out = []
+    for j, v in enumerate(vals):
+        if v < 0:
+            notes.append(f"identified {name}_{j + 1} = {v:.6g} < 0: written as 0")
+            v = 0.0
+        out.append(float(v))
+    return tuple(out)
+
 def _forearm_shape(fa: Forearm, rk: float, lk: float) -> float:
     full = fa.mass * rk * (1.0 - rk) * lk * lk
     return fa.inertia / full if full > 0 else 1.0 / 3.0    # a slender rod: 1/12 over 1/4
@@ -89,18 +102,9 @@ def physical_from_lumped(robot: RobotParameters, p: DynamicParameters) -> tuple:
                      f"{100 * spread[1]:.3g} %): the physical fields hold the mean, the exact "
                      "per-joint values are in lumped_parameters")
 
-    def nonneg(name, vals):
-        out = []
-        for j, v in enumerate(vals):
-            if v < 0:
-                notes.append(f"identified {name}_{j + 1} = {v:.6g} < 0: written as 0")
-                v = 0.0
-            out.append(float(v))
-        return tuple(out)
-
-    viscous = nonneg("viscous", p.viscous)
-    coulomb = nonneg("coulomb", p.coulomb)
-    static = nonneg("static", p.static)
+    viscous = clip_negative("viscous", p.viscous, notes)
+    coulomb = clip_negative("coulomb", p.coulomb, notes)
+    static = clip_negative("static", p.static, notes)
     if mp.full_body is not None:
         notes.append("mass_properties.full_body dropped: its bodies no longer match the identified "
                      "lumped parameters")

@@ -27,6 +27,7 @@ import numpy as np
 from delta_core.robot_file import Carriage, Friction, Rod
 from delta_dynamics.identification import IdentificationError
 from delta_dynamics.identification.regressors import STRIBECK_NAMES, ParameterSet
+from delta_dynamics.identification.robot_update import clip_negative
 
 from .dynamics import regressor_joint
 from .model import PARAMETER_KINDS, PARAMETER_NAMES, UNITS, PrismaticParameters
@@ -148,22 +149,14 @@ def physical_from_lumped(robot, p: PrismaticParameters) -> tuple:
                      f"{100 * spread[1]:.3g} %): the physical fields hold the mean, the exact per-carriage "
                      "values are in lumped_parameters")
 
-    def nonneg(name, vals):
-        out = []
-        for j, v in enumerate(vals):
-            if v < 0:
-                notes.append(f"identified {name}_{j + 1} = {v:.6g} < 0: written as 0")
-                v = 0.0
-            out.append(float(v))
-        return tuple(out)
-
     if mp.motor.rotor_inertia == rotor:
         motor = mp.motor
     else:
         motor = dataclasses.replace(mp.motor, rotor_inertia=float(rotor))
     mass = dataclasses.replace(mp, carriage=Carriage(mass=float(m_cart)), rod=Rod(mass=m_rod, inertia=float(i_rod)),
                                motor=motor, platform_mass=float(platform))
-    friction = Friction(viscous=nonneg("viscous", p.viscous), coulomb=nonneg("coulomb", p.coulomb),
-                        static=nonneg("static", p.static), stribeck_velocity=p.stribeck_velocity,
+    friction = Friction(viscous=clip_negative("viscous", p.viscous, notes),
+                        coulomb=clip_negative("coulomb", p.coulomb, notes),
+                        static=clip_negative("static", p.static, notes), stribeck_velocity=p.stribeck_velocity,
                         smoothing_velocity=p.smoothing_velocity)
     return robot.replace(mass=mass, friction=friction), notes
