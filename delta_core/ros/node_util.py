@@ -174,9 +174,11 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
-        if node is None or node.context.ok():
+        if node is None or (node.context.ok() and not handler.stopping):
             raise
-        # shut down by a signal while taking a message: rclpy may then fail on a finalised handle
+        # shut down by a signal while taking a message: rclpy may then fail on a finalised handle,
+        # or wrap our KeyboardInterrupt, raised inside its message conversion before its own
+        # handler has shut the context down, into a RuntimeError
     finally:
         handler.stopping = True
         if executor is not None:

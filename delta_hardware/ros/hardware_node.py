@@ -89,7 +89,6 @@ class HardwareNode(LifecycleNode):
         self.create_timer(1.0, self._publish_diagnostics, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._clock_sent = None                  # the last simulated time published on /clock
         self._clock_lock = threading.Lock()      # /clock from the loop and the hold timer, in order
-        self.create_timer(self.CLOCK_HOLD_PERIOD, self._hold_clock, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._loop_failed = self.create_guard_condition(self._after_loop_error)
 
     # ------------------------------------------------------------------ parameters
@@ -343,7 +342,12 @@ class HardwareNode(LifecycleNode):
         srvs = [self.create_service(Trigger, "~/emergency_stop", self._on_estop),
                 self.create_service(Trigger, "~/reset", self._on_reset),
                 self.create_service(SetBool, "~/pause", self._on_pause)]
-        self._entities = ([(self.destroy_publisher, e) for e in pubs]
+        timers = []
+        if self.pub_clock is not None:       # repeats /clock while simulated time stands still
+            timers.append(self.create_timer(self.CLOCK_HOLD_PERIOD, self._hold_clock,
+                                            clock=Clock(clock_type=ClockType.STEADY_TIME)))
+        self._entities = ([(self.destroy_timer, e) for e in timers]
+                          + [(self.destroy_publisher, e) for e in pubs]
                           + [(self.destroy_subscription, e) for e in subs]
                           + [(self.destroy_service, e) for e in srvs])
         self._create_action_server()
