@@ -4,6 +4,7 @@
                    [--method ols|wls|bounded|tsvd|dls|rls|pso|all] [--validate <csv|bag>]
                    [--out identified.yaml] [--report out/ident]
     delta-identify excite --robot <name|file> --out excite.csv [--period 5 --harmonics 5 ...]
+                          [--from config/excitation/<robot>.yaml] [--save coefficients.yaml]
 
 Bad input (missing file, topic, joints, effort, NaN samples, too few samples or too short a
 run, a constant effort, positions outside the joint limits, data that do not excite the
@@ -170,6 +171,11 @@ def _excite_parser():
     p.add_argument("--maxiter", type=int_in(1, 10000), default=60,
                    help="optimiser iterations per start, 1 to 10000 (default 60)")
     p.add_argument("--seed", type=int_in(0, 2 ** 32 - 1), default=0, help="random seed")
+    p.add_argument("--from", dest="load", metavar="FILE",
+                   help="take the coefficients from an excitation file (e.g. config/excitation/nt_robot.yaml) "
+                        "instead of optimising: the same trajectory on every machine (the optimiser's end "
+                        "point depends on the machine's floating point)")
+    p.add_argument("--save", metavar="FILE", help="also write the coefficients as an excitation file (YAML)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
     return p
@@ -334,7 +340,7 @@ def run_excite(argv) -> int:
     from delta_dynamics.kinds import model_for
 
     from . import IdentificationError
-    from .excitation import design_excitation, write_trajectory_csv
+    from .excitation import design_excitation, load_excitation, save_excitation, write_trajectory_csv
 
     from delta_dynamics.limits import MAX_SAMPLES
     n = round(args.cycles * args.period / args.dt) + 1
@@ -344,20 +350,33 @@ def run_excite(argv) -> int:
                                   "delta_dynamics/limits.py): fewer cycles or a larger --dt")
     model = model_for(args.robot)
     units = joint_units(model)
-    bar = ProgressBar("optimising", _progress_enabled(args))
-    res = design_excitation(model, period=args.period, harmonics=args.harmonics, seed=args.seed,
-                            scale=args.scale, margin=args.margin, min_measure=args.min_measure,
-                            starts=args.starts, maxiter=args.maxiter, params=args.params,
-                            progress=lambda s, n, c: bar(s, n, c))
+    if args.load:
+        res = load_excitation(args.load, model, scale=args.scale, min_measure=args.min_measure)
+        args.period, args.harmonics = res.trajectory.period, res.trajectory.harmonics
+    else:
+        bar = ProgressBar("optimising", _progress_enabled(args))
+        res = design_excitation(model, period=args.period, harmonics=args.harmonics, seed=args.seed,
+                                scale=args.scale, margin=args.margin, min_measure=args.min_measure,
+                                starts=args.starts, maxiter=args.maxiter, params=args.params,
+                                progress=lambda s, n, c: bar(s, n, c))
     if res.violations:
         raise IdentificationError("the optimised trajectory breaks limits: " + "; ".join(res.violations))
     try:
         path = write_trajectory_csv(args.out, model, res.trajectory, dt=args.dt, cycles=args.cycles)
     except OSError as e:
         raise _Exit(1, f"cannot write {args.out}: {e.strerror or e}") from None
+    if args.save:
+        design = {"copied_from": str(args.load)} if args.load else dict(period=args.period, harmonics=args.harmonics, scale=args.scale,
+                                           margin=args.margin, min_measure=args.min_measure, starts=args.starts,
+                                           maxiter=args.maxiter, seed=args.seed, params=args.params)
+        try:
+            save_excitation(args.save, model, res, design, header=f"written by {PROG} excite")
+        except OSError as e:
+            raise _Exit(1, f"cannot write {args.save}: {e.strerror or e}") from None
     m = res.margins
     print(f"{PROG} excite: {args.cycles} x {args.period:g} s, {args.harmonics} harmonics, condition number "
-          f"{res.condition:.4g} ({args.params} set); wrote {path}")
+          f"{res.condition:.4g} ({args.params} set){f' from {args.load}' if args.load else ''}; wrote {path}"
+          f"{f' and {args.save}' if args.save else ''}")
     vu, eu, ec = units["velocity"], units["effort"], units["effort_column"]
     print(f"  peak |q_d| [{vu}]: ".ljust(22) + "  ".join(f"{v:.3g}" for v in
           (args.scale * np.array(model.robot.limits.velocity) - np.array(m["velocity"]))))
