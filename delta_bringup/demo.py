@@ -486,7 +486,7 @@ def plot_tracking(results, units, milli, path):
     lines = []
     for label, v in results.items():
         ln, = top.plot(v["t"], 1e3 * np.linalg.norm(v["err"], axis=1),
-                       label=f"{label} (RMS {1e3 * v['rms']:.2f} {milli}, {v['rms_mm']:.2f} mm at the platform)")
+                       label=f"{label} (RMS {1e3 * v['rms']:.3g} {milli}, {v['rms_mm']:.3g} mm at the platform)")
         lines.append(ln)
         for j, ax in enumerate(panels):
             ax.plot(v["t"], v["tau"][:, j], color=ln.get_color(), lw=1.0)

@@ -71,3 +71,5 @@ def test_a_fresh_demo_run_prints_the_readme_figures(variant, tmp_path):
         assert (tmp_path / png).stat().st_size > 10_000
     assert json.loads((tmp_path / "demo_results.json").read_text())["clock"] == "sim"
     assert np.isfinite(got["vs_nominal"])
+    assert "Traceback" not in res["log"] and "identified feedforward cuts the RMS tracking error" in res["log"]
+    assert "excitation trajectory from config/excitation/" in res["log"]       # the stored one

@@ -47,8 +47,8 @@ BLOCK = re.compile(r"(<!-- demo-figures:(?P<name>[a-z]+) -->\n)(?P<body>.*?)(<!-
 
 
 def run_demo(variant: str, out: Path, domain: int) -> dict:
-    """One fresh demo run: its demo_results.json with the wall time added (RuntimeError with
-    the log's end if it fails)."""
+    """One fresh demo run: its demo_results.json with the wall time (``wall_s``) and the
+    output (``log``) added (RuntimeError with the log's end if it fails)."""
     env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
            "AMENT_PREFIX_PATH": os.environ.get("AMENT_PREFIX_PATH", sys.prefix),
            "RMW_IMPLEMENTATION": os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp"), "PYTHONUNBUFFERED": "1"}
@@ -62,6 +62,7 @@ def run_demo(variant: str, out: Path, domain: int) -> dict:
     if res.get("disturbances"):
         raise RuntimeError(f"demo {variant} was disturbed: {res['disturbances']}")
     res["wall_s"] = wall
+    res["log"] = proc.stdout + proc.stderr
     return res
 
 
