@@ -10,7 +10,7 @@ export RMW_IMPLEMENTATION := rmw_fastrtps_cpp
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test fuzz run model-demo bench clean
+.PHONY: setup test fuzz run model-demo bench clean readme-check readme-figures
 
 setup: $(STAMP)
 
@@ -29,6 +29,14 @@ test: $(STAMP)
 # "cases / crash / unsafe / unclear" table; a few minutes. Not part of `make test`.
 fuzz: $(STAMP)
 	$(PY) test/bad_input/fuzz_bad_input.py --seed $(or $(SEED),1) --cases $(or $(CASES),400)
+
+# The README's demo figures against fresh runs of every variant (rotary on each plant, linear; 1 %),
+# and their regeneration (the README's figure blocks and docs/images/stack_demo.png).
+readme-check: $(STAMP)
+	$(PY) -m pytest -q -m "demo or demo_plants" test/test_readme_figures.py
+
+readme-figures: $(STAMP)
+	$(PY) tools/readme_figures.py
 
 # The whole stack on the simulated robot: PD only, nominal and identified feedforward.
 run: $(STAMP)

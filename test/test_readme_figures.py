@@ -3,7 +3,9 @@ quotes (``tools/readme_figures.py`` wrote them), each figure within 1 %; and wha
 demo run must show (a meaningful, undisturbed run, a better identified model, its plots).
 
 One test per variant (the rotary demo on each plant, the linear demo); each is one whole demo
-in simulated time (40-60 s on an idle 2-core machine, a few minutes on a loaded one).
+in simulated time (40-60 s on an idle 2-core machine, a few minutes on a loaded one). The
+rotary demo on the default plant and the linear demo run in ``make test``; the two other
+plants (marker ``demo_plants``) in ``make readme-check``.
 """
 import json
 import os
@@ -43,7 +45,13 @@ def test_a_changed_figure_is_found_in_the_readme_text():
     assert parsed["mujoco"]["identified feedforward"] == 30.0 and parsed["explicit"]["vs_pd"] == 0.1
 
 
-@pytest.mark.parametrize("variant", list(readme_figures.VARIANTS))
+#: the plant variants cost two more whole demos (about 3 min of CPU): not in `make test`,
+#: run by `make readme-check` (every variant) and before publishing figures
+PLANT_VARIANTS = ("multibody", "mujoco")
+
+
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.demo_plants) if v in PLANT_VARIANTS else v
+                                     for v in readme_figures.VARIANTS])
 def test_a_fresh_demo_run_prints_the_readme_figures(variant, tmp_path):
     if variant == "mujoco":
         pytest.importorskip("mujoco")
