@@ -160,7 +160,7 @@ def parse(text: str) -> dict:
 
 def load_text() -> str:
     a = os.getloadavg()
-    return f"load average {a[0]:.1f} / {a[1]:.1f} / {a[2]:.1f} (1 / 5 / 15 min), {os.cpu_count()} cores"
+    return f"load average {a[0]:.1f}, {a[1]:.1f}, {a[2]:.1f} over 1, 5, 15 min on {os.cpu_count()} cores"
 
 
 def main(argv=None) -> int:
@@ -186,7 +186,9 @@ def main(argv=None) -> int:
             return v, res
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             results = dict(pool.map(one, enumerate(names)))
-        load = f"{before}; after the runs {load_text().split(' (')[0].replace('load average ', '')}"
+        after = os.getloadavg()
+        load = (f"{before}, {after[0]:.1f} after; {len(names)} demos, {max(1, args.jobs)} at a time"
+                if len(names) > 1 else f"{before}, {after[0]:.1f} after")
         f = {v: figures(r, v == "linear") for v, r in results.items()}
         new = blocks(f, load)
         if args.check:
