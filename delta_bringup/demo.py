@@ -110,7 +110,7 @@ def prepare(args):
     nominal = load_robot(args.robot or DEFAULT_ROBOT)
     path = save_robot(true_robot(nominal), out / "true_robot.yaml",
                       header="the simulated robot of delta-bringup --demo (unknown to the controller)")
-    args.excitation = design_excitation(model_for(nominal))
+    args.excitation = demo_excitation(model_for(nominal))
     return [("true_robot", str(path.resolve())), ("feedforward", "none"), ("start_paused", True),
             ("output", str((out / "identified.yaml").resolve())), ("window", 25.0),
             ("stribeck", True)]    # the simulated robot's friction has a break-away hump
@@ -125,7 +125,7 @@ class RobotStopped(RuntimeError):
 EXCITATION = dict(period=8.0, harmonics=4, starts=1, maxiter=25, seed=1, scale=0.6)
 
 
-def design_excitation(model):
+def demo_excitation(model):
     """The excitation trajectory (finite Fourier series): the robot's stored one
     (``config/excitation/<robot>.yaml``, :func:`~delta_dynamics.identification.excitation.preset_excitation`),
     else one designed now (SLSQP: seconds of CPU, and a trajectory that depends on the machine's
