@@ -1,0 +1,169 @@
+"""The joint limits along a path as TOPP-RA's linear constraints in (s_ddot, s_dot^2).
+
+Along a path X(s) timed by s(t) (s_dot >= 0), with X' = dX/ds, X'' = d^2X/ds^2:
+
+    X_dot = X' s_dot,   X_ddot = X' s_ddot + X'' s_dot^2
+    q_dot = q' s_dot,   q_ddot = q' s_ddot + q'' s_dot^2          q' = J X',  q'' = J X'' + J_dot(X, X') X'
+
+and the rigid-body efforts of the explicit model (Asadi eq. 39; Colombo eq. 14),
+tau = J^-T (M X_ddot + C(X, X_dot) X_dot + G), are, since C(X, X_dot) X_dot is quadratic in X_dot,
+
+    tau_rigid = a(s) s_ddot + b(s) s_dot^2 + c(s)
+    c = ID(X, 0, 0),   a = ID(X, 0, X') - c,   b = ID(X, X', X'') - c
+
+with ID the model's inverse dynamics without friction (:func:`path_coefficients`; three
+vectorised calls, checked against finite differences in the tests). With u = s_ddot and
+x = s_dot^2 (TOPP-RA's variables), joint velocity is a bound on x, joint acceleration and
+the rigid efforts are linear in (u, x).
+
+Friction is not. The explicit model's joint friction is
+f(q_dot) = c_v q_dot + (c_c + (c_s - c_c) exp(-(q_dot/v_s)^2)) tanh(q_dot/eps): with
+s_dot >= 0 its sign is that of q' (the direction of motion along the path), its Coulomb part
+is nearly constant, but its viscous part c_v |q'| sqrt(x) is concave in x. It is bounded by
+lines in x that hold for every x the timing can take, 0 <= x <= x_vel (the velocity-limit
+curve, which the timing keeps anyway), so every timing that meets the linear constraints
+meets the true ones (:func:`friction_bounds`):
+
+* where friction adds to the effort (the effort pushes along the motion), the viscous part
+  by the tangent of sqrt(x) at a point x0, sqrt(x) <= (x + x0) / (2 sqrt(x0)) for every x
+  (exact at x0, too high by (sqrt(x) - sqrt(x0))^2 / (2 sqrt(x0)) elsewhere), the Coulomb
+  part by its full value, the Stribeck excess (convex and decreasing in x) by its chord over
+  [0, x_vel];
+* where friction helps (the effort brakes the motion), the concave magnitude
+  c_v |q'| sqrt(x) + min(c_c, c_s) tanh(|q'| sqrt(x) / eps) by its chord over [0, x_vel]
+  (below it there): the help is counted in full at the velocity limit, in part below it.
+
+:mod:`delta_dynamics.motion.retime` takes x0 from a first, coarse timing and repeats with x0
+from the last timing while the tangent's excess at the timing is above a tolerance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from delta_dynamics.algorithms import inverse_dynamics, joint_state
+
+
+@dataclass(frozen=True)
+class PathCoefficients:
+    """Joint and effort coefficients at the gridpoints s (each (N, 3) unless noted):
+    platform X, X', X''; joint q, q', q''; efforts a, b, c (rigid body, no friction)."""
+
+    s: np.ndarray          # (N,) m
+    X: np.ndarray
+    X1: np.ndarray
+    X2: np.ndarray
+    q: np.ndarray
+    q1: np.ndarray
+    q2: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
+
+
+def path_coefficients(model, path, s) -> PathCoefficients:
+    """:class:`PathCoefficients` of ``path`` at the path parameters ``s`` ((N,), m).
+
+    Cost per gridpoint: one path evaluation (X, X', X''), one :func:`joint_state` and three
+    :func:`inverse_dynamics` calls (about 1-2 µs per point on nt_robot, vectorised).
+    Raises :class:`~delta_dynamics.kinematics.UnreachableError` (``index`` = the gridpoint)
+    where the path leaves the workspace or meets a singularity.
+    """
+    s = np.asarray(s, dtype=float)
+    X, X1, X2 = path.evaluate(s)
+    q, q1, q2 = joint_state(model, X, X1, X2)
+    zero = np.zeros_like(X)
+    c = inverse_dynamics(model, X, zero, zero, friction=False)
+    a = inverse_dynamics(model, X, zero, X1, friction=False) - c
+    b = inverse_dynamics(model, X, X1, X2, friction=False) - c
+    return PathCoefficients(s, X, X1, X2, q, q1, q2, a, b, c)
+
+
+@dataclass(frozen=True)
+class FrictionLaw:
+    """The joint friction law of a model (per joint, the kind's effort units):
+    f(v) = viscous v + (coulomb + (static - coulomb) exp(-(v/v_stribeck)^2)) tanh(v/eps)."""
+
+    viscous: np.ndarray
+    coulomb: np.ndarray
+    static: np.ndarray
+    v_stribeck: float
+    eps: float
+
+    @classmethod
+    def of(cls, model) -> "FrictionLaw":
+        p = model.params
+        coulomb = np.asarray(p.coulomb, dtype=float)
+        static = getattr(p, "static", None)
+        static = coulomb.copy() if static is None else np.asarray(static, dtype=float)
+        return cls(np.asarray(p.viscous, dtype=float), coulomb, static,
+                   float(p.stribeck_velocity or 1.0), float(p.smoothing_velocity or 0.0))
+
+    @property
+    def zero(self) -> bool:
+        return not (np.any(self.viscous) or np.any(self.coulomb) or np.any(self.static))
+
+    def magnitude(self, v) -> np.ndarray:
+        """|f| at joint speeds |v| >= 0 (same shape as v, (..., 3))."""
+        v = np.abs(v)
+        sg = np.tanh(v / self.eps) if self.eps > 0 else (v > 0).astype(float)
+        return self.viscous * v + (self.coulomb + (self.static - self.coulomb) *
+                                   np.exp(-(v / self.v_stribeck) ** 2)) * sg
+
+
+def friction_bounds(law: FrictionLaw, q1, x0, x_vel):
+    """Lines in x = s_dot^2 that bound the friction magnitude |f(q' s_dot)| per gridpoint and
+    joint for 0 <= x <= x_vel: (up0, up1, lo1) with
+
+        lo1 x  <=  |f|  <=  up0 + up1 x.
+
+    ``q1`` (N, 3): q' at the gridpoints; ``x0`` (N,) > 0: the tangent point of the viscous
+    bound; ``x_vel`` (N,) > 0: the largest x the timing may take there.
+    """
+    k = np.abs(q1)                                                    # joint speed per unit s_dot
+    x0 = np.asarray(x0, dtype=float)[:, None]
+    xc = np.asarray(x_vel, dtype=float)[:, None]
+    r0 = np.sqrt(x0)
+    moving = k > 0
+    # above: viscous tangent at x0, Coulomb in full, Stribeck excess by its chord on [0, x_vel]
+    up1 = law.viscous * k / (2 * r0)
+    up0 = law.viscous * k * r0 / 2 + law.coulomb
+    excess = np.maximum(law.static - law.coulomb, 0.0)
+    if np.any(excess > 0):
+        e_cap = np.exp(-(k * k * xc) / law.v_stribeck ** 2)
+        up0 = up0 + excess
+        up1 = up1 - excess * (1.0 - e_cap) / xc
+    up0 = np.where(moving, up0, 0.0)
+    up1 = np.where(moving, up1, 0.0)
+    # below: the chord of the concave viscous k sqrt(x) + min(c_c, c_s) tanh(k sqrt(x) / eps)
+    cmin = np.minimum(law.coulomb, law.static)
+    low = FrictionLaw(law.viscous, cmin, cmin, law.v_stribeck, law.eps)
+    lo1 = np.where(moving, low.magnitude(k * np.sqrt(xc)) / xc, 0.0)
+    return up0, up1, lo1
+
+
+def tangent_excess(law: FrictionLaw, q1, x0, x) -> np.ndarray:
+    """How much the viscous tangent at x0 overstates the viscous friction at x, per gridpoint
+    and joint: c_v |q'| (sqrt(x) - sqrt(x0))^2 / (2 sqrt(x0))."""
+    r0 = np.sqrt(np.asarray(x0, dtype=float))[:, None]
+    r = np.sqrt(np.asarray(x, dtype=float))[:, None]
+    return law.viscous * np.abs(q1) * (r - r0) ** 2 / (2 * r0)
+
+
+def effort_rows(coef: PathCoefficients, law: FrictionLaw | None, x0, x_vel):
+    """(a, b_up, c_up, b_lo, c_lo), each (N, 3): the effort along the path lies between
+    a u + b_lo x + c_lo and a u + b_up x + c_up for every (u, x) with 0 <= x <= x_vel
+    (friction bounded by :func:`friction_bounds`; ``law`` None: no friction)."""
+    a, b, c = coef.a, coef.b, coef.c
+    if law is None or law.zero:
+        return a, b, c, b, c
+    up0, up1, lo1 = friction_bounds(law, coef.q1, x0, x_vel)
+    sg = np.sign(coef.q1)
+    pos, neg = sg > 0, sg < 0
+    # moving forward (q' > 0): tau = rigid + |f|; backward: tau = rigid - |f|
+    b_up = b + np.where(pos, up1, np.where(neg, -lo1, 0.0))
+    c_up = c + np.where(pos, up0, 0.0)
+    b_lo = b + np.where(pos, lo1, np.where(neg, -up1, 0.0))
+    c_lo = c - np.where(neg, up0, 0.0)
+    return a, b_up, c_up, b_lo, c_lo
