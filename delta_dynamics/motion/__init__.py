@@ -4,7 +4,7 @@
   through points over their chord length, the pick-and-place door with C2 corner blends;
 * :mod:`~delta_dynamics.motion.constraints`: the joint limits along a path as linear
   constraints in (s_ddot, s_dot^2), friction bounded honestly;
-* :mod:`~delta_dynamics.motion.retime`: the time-optimal rest-to-rest timing (``toppra``);
+* :mod:`~delta_dynamics.motion.timing`: the time-optimal rest-to-rest timing (``toppra``);
 * :mod:`~delta_dynamics.motion.sampled`: timings sampled at 1 ms with the joint values,
   efforts and the report of which limit is active where;
 * :mod:`~delta_dynamics.motion.pick`: pick-and-place cycles.
@@ -20,7 +20,7 @@ and the friction handling: ``docs/motion.md``.
 """
 from delta_dynamics.motion.path import Path, PathError, door_path, spline_path
 from delta_dynamics.motion.pick import PickPlan, plan_legs, plan_pick
-from delta_dynamics.motion.retime import Limits, RetimeError, Timing, retime, retime_path
+from delta_dynamics.motion.timing import Limits, RetimeError, Timing, retime, retime_path
 from delta_dynamics.motion.sampled import Dwell, LimitReport, Motion, sample
 
 __all__ = ["Path", "PathError", "door_path", "spline_path", "PickPlan", "plan_legs", "plan_pick",

@@ -33,7 +33,7 @@ meets the true ones (:func:`friction_bounds`):
   c_v |q'| sqrt(x) + min(c_c, c_s) tanh(|q'| sqrt(x) / eps) by its chord over [0, x_vel]
   (below it there): the help is counted in full at the velocity limit, in part below it.
 
-:mod:`delta_dynamics.motion.retime` takes x0 from a first, coarse timing and repeats with x0
+:mod:`delta_dynamics.motion.timing` takes x0 from a first, coarse timing and repeats with x0
 from the last timing while the tangent's excess at the timing is above a tolerance.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A cycle is: the door (:func:`~delta_dynamics.motion.path.door_path`: up ``height``, across,
 down, corners blended with ``blend``) from ``start`` to ``end`` timed by
-:func:`~delta_dynamics.motion.retime.retime_path`, a ``dwell`` at ``end`` (the gripper
+:func:`~delta_dynamics.motion.timing.retime_path`, a ``dwell`` at ``end`` (the gripper
 places), the door back from ``end`` to ``start`` (timed on its own: friction makes the way
 back differ from the way there run backwards), a ``dwell`` at ``start`` (the gripper picks).
 :func:`plan_pick` plans one cycle and samples ``cycles`` of them every ``dt``; the classic
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from delta_dynamics.motion.path import door_path
-from delta_dynamics.motion.retime import retime_path
+from delta_dynamics.motion.timing import retime_path
 from delta_dynamics.motion.sampled import Dwell, Motion, sample, sample_count
 from delta_dynamics.limits import MAX_SAMPLES
 
@@ -55,9 +55,9 @@ class PickPlan:
 
 
 def plan_legs(model, start, end, height: float = 0.025, blend: float = 0.01, **options):
-    """(there, back): the time-optimal :class:`~delta_dynamics.motion.retime.Timing` of the
+    """(there, back): the time-optimal :class:`~delta_dynamics.motion.timing.Timing` of the
     door from ``start`` to ``end`` and back (``options`` as for
-    :func:`~delta_dynamics.motion.retime.retime_path`)."""
+    :func:`~delta_dynamics.motion.timing.retime_path`)."""
     there = retime_path(model, door_path(start, end, height, blend), **options)
     back = retime_path(model, door_path(end, start, height, blend), **options)
     return there, back
@@ -67,9 +67,9 @@ def plan_pick(model, start, end, height: float = 0.025, blend: float = 0.01, dwe
               cycles: int = 1, *, dt: float = 1e-3, **options) -> PickPlan:
     """Plan ``cycles`` pick-and-place cycles between ``start`` and ``end`` (platform centre,
     m, ``base_link``) for ``model`` (module docstring), sampled every ``dt`` s. ``options``
-    (``friction``, ``torque_scale``, ...) as for :func:`~delta_dynamics.motion.retime.retime_path`.
+    (``friction``, ``torque_scale``, ...) as for :func:`~delta_dynamics.motion.timing.retime_path`.
     Raises :class:`~delta_dynamics.motion.path.PathError` for a door that cannot be built,
-    :class:`~delta_dynamics.motion.retime.RetimeError` for one that cannot be timed, ValueError
+    :class:`~delta_dynamics.motion.timing.RetimeError` for one that cannot be timed, ValueError
     for more samples than :data:`~delta_dynamics.limits.MAX_SAMPLES`."""
     if not (isinstance(cycles, (int, np.integer)) and 1 <= cycles <= MAX_CYCLES):
         raise ValueError(f"cycles must be an integer in [1, {MAX_CYCLES}], got {cycles!r}")

@@ -1,6 +1,6 @@
 """Timed motions sampled at uniform times, with the joint values, efforts and the limit report.
 
-:func:`sample` turns a sequence of pieces (:class:`~delta_dynamics.motion.retime.Timing` moves
+:func:`sample` turns a sequence of pieces (:class:`~delta_dynamics.motion.timing.Timing` moves
 and :class:`Dwell` rests) into a :class:`Motion`: platform position, velocity and
 acceleration, joint positions, velocities, accelerations (q = IK(X), q_dot = J X_dot,
 q_ddot = J X_ddot + J_dot X_dot) and the model's efforts, every ``dt`` (1 ms) from 0 to the
@@ -15,7 +15,7 @@ limits, at a switch, none is).
 
 >>> from delta_dynamics.kinds import model_for
 >>> from delta_dynamics.motion.path import door_path
->>> from delta_dynamics.motion.retime import retime_path
+>>> from delta_dynamics.motion.timing import retime_path
 >>> m = model_for("nt_robot")
 >>> leg = retime_path(m, door_path([-0.15, 0, -0.8], [0.15, 0, -0.8]))
 >>> mo = sample([leg, Dwell(leg.path.position(leg.path.length), 0.05)])
@@ -76,14 +76,27 @@ class LimitReport:
     def max_ratio(self) -> float:
         return max(self.max_ratio_by_limit.values()) if self.max_ratio_by_limit else 0.0
 
-    def lines(self, min_duration: float = 0.0, max_lines: int | None = None) -> list:
-        """The segments as text lines ``"  0.000-  0.052 s  torque arm_2_joint"``, leaving out
-        segments shorter than ``min_duration`` s."""
+    def merged(self, min_duration: float = 0.0) -> list:
+        """The segments with those shorter than ``min_duration`` s given to the segment before
+        them (switches between two limits last a sample or two), equal neighbours joined."""
         out = []
         for t0, t1, label in self.segments:
-            if t1 - t0 < min_duration:
-                continue
-            out.append(f"{t0:8.3f}-{t1:8.3f} s  {label}")
+            if out and (t1 - t0 < min_duration or out[-1][2] == label) and label != "rest" and out[-1][2] != "rest":
+                out[-1][1] = t1
+            else:
+                out.append([t0, t1, label])
+        joined = []
+        for seg in out:
+            if joined and joined[-1][2] == seg[2]:
+                joined[-1][1] = seg[1]
+            else:
+                joined.append(seg)
+        return [tuple(s) for s in joined]
+
+    def lines(self, min_duration: float = 0.0, max_lines: int | None = None) -> list:
+        """The segments (:meth:`merged` with ``min_duration``) as text lines
+        ``"   0.000-   0.052 s  torque arm_2_joint"``."""
+        out = [f"{t0:8.3f}-{t1:8.3f} s  {label}" for t0, t1, label in self.merged(min_duration)]
         if max_lines is not None and len(out) > max_lines:
             out = out[:max_lines] + [f"... ({len(out) - max_lines} more)"]
         return out
@@ -142,7 +155,7 @@ def sample(pieces, dt: float = 1e-3, model=None) -> Motion:
     every ``dt`` s (module docstring). The efforts are those of the first move's model (the
     model its timing keeps within the limits), or of ``model``. Raises ValueError for more
     than :data:`~delta_dynamics.limits.MAX_SAMPLES` samples or no move and no model."""
-    from delta_dynamics.motion.retime import Timing
+    from delta_dynamics.motion.timing import Timing
 
     pieces = list(pieces)
     moves = [p for p in pieces if isinstance(p, Timing)]
@@ -184,10 +197,10 @@ def sample(pieces, dt: float = 1e-3, model=None) -> Motion:
 
 def limit_report(model, t, qd, qdd, effort, moving, lim, dt: float) -> LimitReport:
     """The :class:`LimitReport` of sampled joint values against ``lim``
-    (:class:`~delta_dynamics.motion.retime.Limits`; the robot file's limits if None)."""
+    (:class:`~delta_dynamics.motion.timing.Limits`; the robot file's limits if None)."""
     units = joint_units(model)
     if lim is None:
-        from delta_dynamics.motion.retime import Limits
+        from delta_dynamics.motion.timing import Limits
         lim = Limits.of(model)
     names = list(model.joint_names)
     kind_names = ("velocity", "acceleration", units["effort_name"])

@@ -51,6 +51,7 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.ndimage import maximum_filter1d
 
 from delta_dynamics.algorithms import (UnreachableError, check_joint_limits, inverse_dynamics, joint_state,
                                        joint_units, singularity_measure)
@@ -71,6 +72,8 @@ TANGENT_TOLERANCE = 2e-3
 MAX_PASSES = 6
 #: The first friction pass runs on every COARSE_STEP-th gridpoint.
 COARSE_STEP = 4
+#: The cap on s_dot^2 of a friction pass: this factor above the previous timing's.
+CAP_GROWTH = 1.5
 #: A limit exceeded by more than this share in the middle of a grid interval doubles the grid.
 MID_TOLERANCE = 0.005
 MAX_REFINEMENTS = 3
@@ -79,7 +82,12 @@ X_MAX = 1e4
 
 
 class RetimeError(ValueError):
-    """A path that cannot be timed within the limits; the message says where and why."""
+    """A path that cannot be timed within the limits; the message says where and why, ``s``
+    (m from the path's start, or None) where on the path."""
+
+    def __init__(self, message: str, s: float | None = None):
+        super().__init__(message)
+        self.s = s
 
 
 @dataclass(frozen=True)
@@ -183,7 +191,7 @@ def gridpoints(model, path, n: int | None = None) -> np.ndarray:
 def _unreachable(path, s, e) -> RetimeError:
     k = int(getattr(e, "index", 0) or 0)
     return RetimeError(f"path at s = {s[k]:.4g} m of {path.length:.4g} m is unreachable: "
-                       f"{_strip_sample(str(e))}")
+                       f"{_strip_sample(str(e))}", float(s[k]))
 
 
 def _strip_sample(msg: str) -> str:
@@ -210,7 +218,8 @@ def check_path(model, path, s, min_measure: float = MIN_MEASURE):
         check_joint_limits(model, coef.q, coef.X)
     except UnreachableError as e:
         k = int(getattr(e, "index", 0) or 0)
-        raise RetimeError(f"path at s = {s[k]:.4g} m of {path.length:.4g} m: {_strip_sample(str(e))}") from None
+        raise RetimeError(f"path at s = {s[k]:.4g} m of {path.length:.4g} m: {_strip_sample(str(e))}",
+                          float(s[k])) from None
     meas = singularity_measure(model, coef.X)
     finite = np.all([np.isfinite(a).all(axis=1) for a in (coef.q1, coef.q2, coef.a, coef.b, coef.c)], axis=0)
     low = ~(meas >= min_measure) | ~finite
@@ -218,7 +227,7 @@ def check_path(model, path, s, min_measure: float = MIN_MEASURE):
         k = int(np.argmax(low))
         raise RetimeError(f"{_where(path, coef, k)} is at a singularity (inverse condition number of "
                           f"J {meas[k]:.2g} < {min_measure:g}): the joints cannot move the platform "
-                          f"along the path there")
+                          f"along the path there", float(s[k]))
     return coef
 
 
@@ -234,10 +243,16 @@ def _check_holding(model, path, coef, lim: Limits) -> None:
         raise RetimeError(f"{_where(path, coef, k)}: {model.joint_names[j]} needs {abs(coef.c[k, j]):.4g} "
                           f"{u['effort']} to hold the platform against gravity, more than its "
                           f"{u['effort_name']} limit {lim.effort[j]:.4g} {u['effort']}{scale}: the path "
-                          f"cannot be followed within the limits")
+                          f"cannot be followed within the limits", float(coef.s[k]))
 
 
 # ----------------------------------------------------------------------------- one TOPP-RA pass
+
+def _import_toppra():
+    """Import toppra's modules (optional heavy dependency: imported on first use)."""
+    import toppra.algorithm  # noqa: F401
+    import toppra.constraint  # noqa: F401
+
 
 class _ToppraPath:
     """The geometric path as toppra sees it (only its interval is used: the constraints
@@ -333,18 +348,26 @@ def _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes):
         raise RetimeError(_infeasible(path, lim))
     _checked_times(path, cc, cc.s, sd)
     x = np.interp(s, cc.s, sd * sd)
-    best, passes = None, 1
+    best, passes, window = None, 1, COARSE_STEP
     while passes < max_passes:
         passes += 1
-        x0 = np.maximum(x, 1e-6 * x_vel)
-        sd = _solve(s, coef, lim, law, x0, x_vel)
-        if sd is None:                 # not in exact arithmetic: a tangent bound never fails a feasible path
+        floor = 1e-6 * x_vel
+        x0 = np.maximum(x, floor)
+        # the cap: CAP_GROWTH above the largest x of the neighbouring (coarse) interval, so a
+        # finer timing may rise faster than the coarse one did (at the rest points above all)
+        x_cap = np.minimum(x_vel, np.maximum(CAP_GROWTH * maximum_filter1d(x, 2 * window + 1), floor))
+        window = 1
+        sd = _solve(s, coef, lim, law, x0, x_cap)
+        if sd is None:                 # not in exact arithmetic: the previous timing fits these bounds
             if best is not None:
                 break
             raise RetimeError(_infeasible(path, lim))
         best = (sd, _checked_times(path, coef, s, sd))
-        x = sd * sd
-        if np.max(tangent_excess(law, coef.q1, x0, x) / lim.effort) <= TANGENT_TOLERANCE:
+        x_new = sd * sd
+        capped = bool(np.any((x_new >= (1 - 1e-3) * x_cap) & (x_cap < x_vel) & (x_new > 0)))
+        loose = np.max(tangent_excess(law, coef.q1, x0, x_new) / lim.effort) > TANGENT_TOLERANCE
+        x = x_new
+        if not capped and not loose:
             break
     return best[0], best[1], passes
 
@@ -354,20 +377,26 @@ def _checked_times(path, coef, s, sd):
     if t is None:
         k = int(np.argmax(~((sd[:-1] + sd[1:]) > 0)))
         raise RetimeError(f"{_where(path, coef, k)}: the limits allow no speed along the path "
-                          f"there (the platform would have to stop)")
+                          f"there (the platform would have to stop)", float(coef.s[k]))
     return t
 
 
-def _mid_excess(model, coef_mid, sd, u, lim: Limits, law) -> float:
-    """Largest share by which a limit is exceeded in the middle of the grid intervals."""
-    x = 0.5 * (sd[:-1] ** 2 + sd[1:] ** 2)               # x = s_dot^2 is linear in s on an interval
-    Xd = coef_mid.X1 * np.sqrt(x)[:, None]
-    Xdd = coef_mid.X1 * u[:, None] + coef_mid.X2 * x[:, None]
-    _, qd, qdd = joint_state(model, coef_mid.X, Xd, Xdd)
-    tau = inverse_dynamics(model, coef_mid.X, Xd, Xdd, friction=law is not None)
+def _mid_excess(model, path, s, sd, u, lim: Limits, law) -> float:
+    """Largest share by which a limit is exceeded in the middle of the grid intervals, where
+    the discretisation does not look (x = s_dot^2 is linear in s on an interval)."""
+    sm = 0.5 * (s[:-1] + s[1:])
+    X, X1, X2 = path.evaluate(sm + path.breakpoints[0])
+    x = 0.5 * (sd[:-1] ** 2 + sd[1:] ** 2)
+    Xd = X1 * np.sqrt(x)[:, None]
+    Xdd = X1 * u[:, None] + X2 * x[:, None]
+    try:
+        _, qd, qdd = joint_state(model, X, Xd, Xdd)
+        tau = inverse_dynamics(model, X, Xd, Xdd, friction=law is not None)
+    except UnreachableError as e:
+        raise _unreachable(path, sm, e) from None
     r = max(float(np.max(np.abs(qd) / lim.velocity)), float(np.max(np.abs(qdd) / lim.acceleration)),
             float(np.max(np.abs(tau) / lim.effort)))
-    return r - 1.0
+    return r - 1.0 if np.isfinite(r) else math.inf
 
 
 def retime_path(model, path, *, friction: bool = True, torque_scale: float = 1.0,
@@ -383,6 +412,7 @@ def retime_path(model, path, *, friction: bool = True, torque_scale: float = 1.0
     point, outside the joint position limits or through a singularity, a path the effort
     limits cannot hold at rest, or one TOPP-RA finds not controllable within the limits.
     """
+    _import_toppra()                     # ~1 s the first time (it imports matplotlib): not planning
     t_start = time.perf_counter()
     if not friction:
         model = model.without_friction()
@@ -402,8 +432,7 @@ def retime_path(model, path, *, friction: bool = True, torque_scale: float = 1.0
         x_vel = np.minimum(x_vel, X_MAX)
         sd, t, passes = _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes)
         u = np.diff(sd * sd) / (2.0 * np.diff(s))
-        mid = check_path(model, path, 0.5 * (s[:-1] + s[1:]), min_measure)
-        if _mid_excess(model, mid, sd, u, lim, law) <= MID_TOLERANCE or 2 * n > MAX_GRIDPOINTS:
+        if _mid_excess(model, path, s, sd, u, lim, law) <= MID_TOLERANCE or 2 * n > MAX_GRIDPOINTS:
             break
         n = 2 * n
     return Timing(path, model, s, sd, u, t, lim, law is not None, passes, refinements,
