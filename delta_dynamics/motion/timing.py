@@ -55,7 +55,7 @@ from scipy.ndimage import maximum_filter1d
 
 from delta_dynamics.algorithms import (UnreachableError, check_joint_limits, inverse_dynamics, joint_state,
                                        joint_units, singularity_measure)
-from delta_dynamics.motion.constraints import FrictionLaw, effort_rows, path_coefficients, tangent_excess
+from delta_dynamics.motion.constraints import FrictionLaw, effort_rows, path_coefficients
 from delta_dynamics.motion.path import spline_path
 
 #: Below this inverse condition number of J a path point is a singularity: refused.
@@ -66,14 +66,16 @@ MIN_GRIDPOINTS = 150
 MAX_GRIDPOINTS = 20_000
 #: Share of the gridpoints placed along the joint-space curvature |q''| (the rest uniform in s).
 CURVATURE_SHARE = 0.5
-#: Friction passes stop when the viscous tangent overstates the friction at the timing by less
-#: than this share of the effort limit.
-TANGENT_TOLERANCE = 2e-3
 MAX_PASSES = 6
 #: The first friction pass runs on every COARSE_STEP-th gridpoint.
 COARSE_STEP = 4
-#: The cap on s_dot^2 of a friction pass: this factor above the previous timing's.
+#: The cap on s_dot^2 of a friction pass: this factor above the previous timing's (the first
+#: fine pass, or one after a pass the cap bound), and for the passes that tighten the lines.
 CAP_GROWTH = 1.5
+CAP_GROWTH_FINE = 1.1
+#: Friction passes stop when another pass would tighten the friction lines by less than this
+#: share of the effort limit where an effort limit binds.
+FRICTION_SLACK = 5e-3
 #: A limit exceeded by more than this share in the middle of a grid interval doubles the grid.
 MID_TOLERANCE = 0.005
 MAX_REFINEMENTS = 3
@@ -330,12 +332,41 @@ def _subsample(coef, step: int):
                             ("s", "X", "X1", "X2", "q", "q1", "q2", "a", "b", "c")}), idx
 
 
+def _friction_slack(coef, law, lim: Limits, lines, next_lines, sd) -> float:
+    """What another pass could gain: the largest amount, as a share of the effort limit, by
+    which the friction lines ``next_lines`` (x0, x_cap) drawn around the timing ``sd`` are
+    tighter than the ``lines`` it was found with, where an effort row binds (within 0.1 %)."""
+    x = sd * sd
+    ds = np.diff(coef.s)
+    u = np.append(np.diff(x) / (2 * ds), (x[-1] - x[-2]) / (2 * ds[-1]))
+
+    def rows(x0, x_cap):
+        a, b_up, c_up, b_lo, c_lo = effort_rows(coef, law, x0, x_cap)
+        return (a * u[:, None] + b_up * x[:, None] + c_up, a * u[:, None] + b_lo * x[:, None] + c_lo)
+
+    up, lo = rows(*lines)
+    up2, lo2 = rows(*next_lines)
+    gain_up = np.where(up >= (1 - 1e-3) * lim.effort, up - up2, 0.0)
+    gain_lo = np.where(lo <= -(1 - 1e-3) * lim.effort, lo2 - lo, 0.0)
+    return float(np.max(np.maximum(gain_up, gain_lo) / lim.effort))
+
+
+def _lines(x, x_vel, growth, window):
+    """(x0, x_cap): the tangent point and the cap of the friction lines around the timing x
+    (the cap ``growth`` above the largest x within ``window`` gridpoints)."""
+    floor = 1e-6 * x_vel
+    x0 = np.maximum(x, floor)
+    return x0, np.minimum(x_vel, np.maximum(growth * maximum_filter1d(x, 2 * window + 1), floor))
+
+
 def _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes):
     """TOPP-RA passes (module docstring): without friction one pass; with friction a first
-    pass on every :data:`COARSE_STEP`-th gridpoint with the viscous tangent at a quarter of the
-    velocity-limit curve, then passes on the whole grid with the tangent at the previous
-    timing, until the tangent overstates the friction at the timing by less than
-    :data:`TANGENT_TOLERANCE` of the effort limit. Returns (s_dot, t, passes)."""
+    pass on every :data:`COARSE_STEP`-th gridpoint with loose friction lines (tangent at a
+    quarter of the velocity-limit curve, chord up to it), then passes on the whole grid with
+    the lines drawn around the previous timing (tangent at it, chord up to a cap
+    :data:`CAP_GROWTH` above it, then :data:`CAP_GROWTH_FINE`), until the cap binds nowhere
+    and the lines cost less than :data:`FRICTION_SLACK` of the effort limit where an effort
+    limit binds. Returns (s_dot, t, passes)."""
     if law is None:
         sd = _solve(s, coef, lim, None, None, x_vel)
         if sd is None:
@@ -348,27 +379,25 @@ def _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes):
         raise RetimeError(_infeasible(path, lim))
     _checked_times(path, cc, cc.s, sd)
     x = np.interp(s, cc.s, sd * sd)
-    best, passes, window = None, 1, COARSE_STEP
+    best, passes = None, 1
+    lines = _lines(x, x_vel, CAP_GROWTH, COARSE_STEP)
     while passes < max_passes:
         passes += 1
-        floor = 1e-6 * x_vel
-        x0 = np.maximum(x, floor)
-        # the cap: CAP_GROWTH above the largest x of the neighbouring (coarse) interval, so a
-        # finer timing may rise faster than the coarse one did (at the rest points above all)
-        x_cap = np.minimum(x_vel, np.maximum(CAP_GROWTH * maximum_filter1d(x, 2 * window + 1), floor))
-        window = 1
+        x0, x_cap = lines
         sd = _solve(s, coef, lim, law, x0, x_cap)
         if sd is None:                 # not in exact arithmetic: the previous timing fits these bounds
             if best is not None:
                 break
             raise RetimeError(_infeasible(path, lim))
-        best = (sd, _checked_times(path, coef, s, sd))
-        x_new = sd * sd
-        capped = bool(np.any((x_new >= (1 - 1e-3) * x_cap) & (x_cap < x_vel) & (x_new > 0)))
-        loose = np.max(tangent_excess(law, coef.q1, x0, x_new) / lim.effort) > TANGENT_TOLERANCE
-        x = x_new
-        if not capped and not loose:
+        t = _checked_times(path, coef, s, sd)
+        if best is None or t[-1] <= best[1][-1]:
+            best = (sd, t)
+        x = sd * sd
+        capped = bool(np.any((x >= (1 - 1e-3) * x_cap) & (x_cap < x_vel) & (x > 0)))
+        nxt = _lines(x, x_vel, CAP_GROWTH, 1) if capped else _lines(x, x_vel, CAP_GROWTH_FINE, 0)
+        if not capped and _friction_slack(coef, law, lim, lines, nxt, sd) <= FRICTION_SLACK:
             break
+        lines = nxt
     return best[0], best[1], passes
 
 
