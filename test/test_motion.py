@@ -157,17 +157,25 @@ def test_friction_lines_bound_the_model_friction_up_to_the_velocity_limit():
     q1 = rng.normal(0, 3, (n, 3))
     x_vel = rng.uniform(0.5, 20, n)
     x0 = x_vel * rng.uniform(0.01, 1.0, n)
-    up0, up1, lo1 = friction_bounds(law, q1, x0, x_vel)
-    for frac in (0.0, 1e-6, 1e-3, 0.05, 0.3, 0.7, 1.0):
-        x = frac * x_vel
-        f = np.abs(friction_torque(m, q1 * np.sqrt(x)[:, None]))
-        assert (f <= up0 + up1 * x[:, None] + 1e-12).all()
-        assert (f >= lo1 * x[:, None] - 1e-12).all()
+    up0, up1, lo0, lo1 = friction_bounds(law, q1, x0, x_vel)
+    gaps = []
+    for frac in (0.0, 1e-6, 1e-4, 1e-3, 0.01, 0.05, 0.2, 0.3, 0.7, 0.9, 1.0):
+        x = (frac * x_vel)[:, None, None]
+        f = np.abs(friction_torque(m, q1 * np.sqrt(x[:, :, 0])))
+        upper = np.max(up0 + up1 * x, axis=2)
+        lower = np.min(lo0 + lo1 * x, axis=2)
+        assert (f <= upper + 1e-12).all()
+        assert (f >= lower - 1e-12).all()
+        if frac >= 1e-3:              # above the first nodes: the help is counted nearly in full
+            v = np.sqrt(frac * x_vel)[:, None] * np.abs(q1)
+            helping = law.viscous * v + np.minimum(law.coulomb, law.static) * np.tanh(v / law.eps)
+            gaps.append(np.max((helping - lower) / np.maximum(helping, 1e-9)))
+    assert max(gaps) < 0.07          # the secants of sqrt on [a, 4a] fall 5.6 % short at most
     # exact at the tangent point for the viscous part: the excess there is only the Coulomb and
     # Stribeck terms', taken at their largest (the model's smooth sign below eps, Stribeck's hump)
     v0 = np.abs(q1) * np.sqrt(x0)[:, None]
     f0 = np.abs(friction_torque(m, v0))
-    excess = up0 + up1 * x0[:, None] - f0
+    excess = np.max(up0 + up1 * x0[:, None, None], axis=2) - f0
     assert (excess <= law.static - law.coulomb * np.tanh(v0 / law.eps) + 1e-9).all()
 
 

@@ -18,23 +18,27 @@ the rigid efforts are linear in (u, x).
 
 Friction is not. The explicit model's joint friction is
 f(q_dot) = c_v q_dot + (c_c + (c_s - c_c) exp(-(q_dot/v_s)^2)) tanh(q_dot/eps): with
-s_dot >= 0 its sign is that of q' (the direction of motion along the path), its Coulomb part
-is nearly constant, but its viscous part c_v |q'| sqrt(x) is concave in x. It is bounded by
-lines in x that hold for every x the timing can take, 0 <= x <= x_vel (the velocity-limit
-curve, which the timing keeps anyway), so every timing that meets the linear constraints
-meets the true ones (:func:`friction_bounds`):
+s_dot >= 0 its sign is that of q' (the direction of motion along the path) and its magnitude
+is a function of x alone, |f| = F(x) = c_v |q'| sqrt(x) + ... . Where friction helps (the
+effort brakes the motion) the constraint rigid - F(x) >= -limit (for q' > 0) is convex in
+(u, x) because F's viscous and Coulomb part is concave; where it hurts, rigid + F(x) <= limit
+is not. Both are replaced by linear rows that imply them for every x the timing can take,
+0 <= x <= x_vel (the velocity-limit curve, which the timing keeps anyway), so every timing
+that meets the rows meets the true limits (:func:`friction_rows`):
 
-* where friction adds to the effort (the effort pushes along the motion), the viscous part
-  by the tangent of sqrt(x) at a point x0, sqrt(x) <= (x + x0) / (2 sqrt(x0)) for every x
-  (exact at x0, too high by (sqrt(x) - sqrt(x0))^2 / (2 sqrt(x0)) elsewhere), the Coulomb
-  part by its full value, the Stribeck excess (convex and decreasing in x) by its chord over
-  [0, x_vel];
-* where friction helps (the effort brakes the motion), the concave magnitude
-  c_v |q'| sqrt(x) + min(c_c, c_s) tanh(|q'| sqrt(x) / eps) by its chord over [0, x_vel]
-  (below it there): the help is counted in full at the velocity limit, in part below it.
+* helping side: the concave magnitude G(x) = c_v |q'| sqrt(x) + min(c_c, c_s) tanh(|q'|
+  sqrt(x) / eps) is above its piecewise-linear interpolant on the nodes x_vel * (0, 4^-6,
+  ..., 4^-1, 1), which is the minimum of its :data:`PIECES` secant lines: one row per secant
+  (the help is counted to within a few per cent of itself at every speed);
+* hurting side: the viscous part by the tangent of sqrt(x) at a point x0,
+  sqrt(x) <= (x + x0) / (2 sqrt(x0)) for every x (exact at x0, too high by
+  (sqrt(x) - sqrt(x0))^2 / (2 sqrt(x0)) elsewhere), the Coulomb part by its full value, the
+  Stribeck excess (c_s - c_c) exp(-(|q'| sqrt(x) / v_s)^2) (convex in x) by its
+  piecewise-linear interpolant on the same nodes, the maximum of its secants: one row per
+  secant.
 
 :mod:`delta_dynamics.motion.timing` takes x0 from a first, coarse timing and repeats with x0
-from the last timing while the tangent's excess at the timing is above a tolerance.
+from the last timing while the tangent's excess where a row binds is above a tolerance.
 """
 from __future__ import annotations
 
@@ -112,35 +116,59 @@ class FrictionLaw:
                                    np.exp(-(v / self.v_stribeck) ** 2)) * sg
 
 
-def friction_bounds(law: FrictionLaw, q1, x0, x_vel):
-    """Lines in x = s_dot^2 that bound the friction magnitude |f(q' s_dot)| per gridpoint and
-    joint for 0 <= x <= x_vel: (up0, up1, lo1) with
+#: Secant pieces of the piecewise-linear friction bounds (rows per joint and side).
+PIECES = 7
 
-        lo1 x  <=  |f|  <=  up0 + up1 x.
+
+def _nodes(x_vel):
+    """(N, PIECES + 1) nodes in x: x_vel * (0, 4^-(PIECES-1), ..., 1/4, 1)."""
+    frac = np.concatenate(([0.0], 4.0 ** -np.arange(PIECES - 1, -1, -1)))
+    return np.asarray(x_vel, dtype=float)[:, None] * frac
+
+
+def _secants(f_nodes, x_nodes):
+    """Slopes and intercepts (N, 3, PIECES) of the secants through consecutive nodes of a
+    function with values f_nodes (N, 3, PIECES + 1) at x_nodes (N, PIECES + 1)."""
+    dx = np.diff(x_nodes, axis=1)[:, None, :]
+    slope = np.diff(f_nodes, axis=2) / np.where(dx > 0, dx, 1.0)
+    return slope, f_nodes[..., :-1] - slope * x_nodes[:, None, :-1]
+
+
+def friction_bounds(law: FrictionLaw, q1, x0, x_vel):
+    """Rows in x = s_dot^2 that bound the friction magnitude F(x) = |f(q' s_dot)| per gridpoint
+    and joint for 0 <= x <= x_vel (module docstring): (up0, up1, lo0, lo1), each (N, 3, PIECES),
+    with
+
+        min_k (lo0_k + lo1_k x)  <=  F(x)  <=  max_k (up0_k + up1_k x).
 
     ``q1`` (N, 3): q' at the gridpoints; ``x0`` (N,) > 0: the tangent point of the viscous
     bound; ``x_vel`` (N,) > 0: the largest x the timing may take there.
     """
-    k = np.abs(q1)                                                    # joint speed per unit s_dot
-    x0 = np.asarray(x0, dtype=float)[:, None]
-    xc = np.asarray(x_vel, dtype=float)[:, None]
-    r0 = np.sqrt(x0)
+    k = np.abs(q1)[:, :, None]                                        # joint speed per unit s_dot
+    xn = _nodes(x_vel)                                                # (N, P + 1)
+    vn = k * np.sqrt(xn)[:, None, :]                                  # joint speeds at the nodes
     moving = k > 0
-    # above: viscous tangent at x0, Coulomb in full, Stribeck excess by its chord on [0, x_vel]
-    up1 = law.viscous * k / (2 * r0)
-    up0 = law.viscous * k * r0 / 2 + law.coulomb
-    excess = np.maximum(law.static - law.coulomb, 0.0)
-    if np.any(excess > 0):
-        e_cap = np.exp(-(k * k * xc) / law.v_stribeck ** 2)
-        up0 = up0 + excess
-        up1 = up1 - excess * (1.0 - e_cap) / xc
-    up0 = np.where(moving, up0, 0.0)
-    up1 = np.where(moving, up1, 0.0)
-    # below: the chord of the concave viscous k sqrt(x) + min(c_c, c_s) tanh(k sqrt(x) / eps)
+    # above: viscous tangent at x0, Coulomb in full, Stribeck excess by its secants
+    r0 = np.sqrt(np.asarray(x0, dtype=float))[:, None, None]
+    excess = np.maximum(law.static - law.coulomb, 0.0)[None, :, None]
+    s_up, i_up = _secants(excess * np.exp(-(vn / law.v_stribeck) ** 2), xn)
+    up1 = law.viscous[None, :, None] * k / (2 * r0) + s_up
+    up0 = law.viscous[None, :, None] * k * r0 / 2 + law.coulomb[None, :, None] + i_up
+    # below: the secants of the concave viscous + min(c_c, c_s) tanh(.) magnitude
     cmin = np.minimum(law.coulomb, law.static)
     low = FrictionLaw(law.viscous, cmin, cmin, law.v_stribeck, law.eps)
-    lo1 = np.where(moving, low.magnitude(k * np.sqrt(xc)) / xc, 0.0)
-    return up0, up1, lo1
+    lo1, lo0 = _secants(_magnitude_nodes(low, vn), xn)
+    zero = np.zeros_like(up0)
+    return (np.where(moving, up0, zero), np.where(moving, up1, zero),
+            np.where(moving, lo0, zero), np.where(moving, lo1, zero))
+
+
+def _magnitude_nodes(law: FrictionLaw, vn):
+    """F at joint speeds vn (N, 3, P + 1), per joint's coefficients."""
+    c = {name: getattr(law, name)[None, :, None] for name in ("viscous", "coulomb", "static")}
+    sg = np.tanh(vn / law.eps) if law.eps > 0 else (vn > 0).astype(float)
+    return c["viscous"] * vn + (c["coulomb"] + (c["static"] - c["coulomb"]) *
+                                np.exp(-(vn / law.v_stribeck) ** 2)) * sg
 
 
 def tangent_excess(law: FrictionLaw, q1, x0, x) -> np.ndarray:
@@ -152,18 +180,21 @@ def tangent_excess(law: FrictionLaw, q1, x0, x) -> np.ndarray:
 
 
 def effort_rows(coef: PathCoefficients, law: FrictionLaw | None, x0, x_vel):
-    """(a, b_up, c_up, b_lo, c_lo), each (N, 3): the effort along the path lies between
-    a u + b_lo x + c_lo and a u + b_up x + c_up for every (u, x) with 0 <= x <= x_vel
-    (friction bounded by :func:`friction_bounds`; ``law`` None: no friction)."""
-    a, b, c = coef.a, coef.b, coef.c
+    """(a, b_up, c_up, b_lo, c_lo): a (N, 3), the others (N, 3, PIECES) (without friction
+    (N, 3, 1)): for every (u, x) with 0 <= x <= x_vel that meets
+    a u + b_up[..., k] x + c_up[..., k] <= limit and a u + b_lo[..., k] x + c_lo[..., k] >= -limit
+    for every k, the effort (friction bounded by :func:`friction_bounds`; ``law`` None: no
+    friction) is within the limits."""
+    a, b, c = coef.a, coef.b[..., None], coef.c[..., None]
     if law is None or law.zero:
         return a, b, c, b, c
-    up0, up1, lo1 = friction_bounds(law, coef.q1, x0, x_vel)
-    sg = np.sign(coef.q1)
+    up0, up1, lo0, lo1 = friction_bounds(law, coef.q1, x0, x_vel)
+    sg = np.sign(coef.q1)[..., None]
     pos, neg = sg > 0, sg < 0
-    # moving forward (q' > 0): tau = rigid + |f|; backward: tau = rigid - |f|
+    # forward (q' > 0): tau = rigid + F, F between min_k lo and max_k up: the upper rows take
+    # each up line, the lower rows each lo line; backward: tau = rigid - F, mirrored
     b_up = b + np.where(pos, up1, np.where(neg, -lo1, 0.0))
-    c_up = c + np.where(pos, up0, 0.0)
+    c_up = c + np.where(pos, up0, np.where(neg, -lo0, 0.0))
     b_lo = b + np.where(pos, lo1, np.where(neg, -up1, 0.0))
-    c_lo = c - np.where(neg, up0, 0.0)
+    c_lo = c + np.where(pos, lo0, np.where(neg, -up0, 0.0))
     return a, b_up, c_up, b_lo, c_lo

@@ -51,11 +51,10 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.ndimage import maximum_filter1d
 
 from delta_dynamics.algorithms import (UnreachableError, check_joint_limits, inverse_dynamics, joint_state,
                                        joint_units, singularity_measure)
-from delta_dynamics.motion.constraints import FrictionLaw, effort_rows, path_coefficients
+from delta_dynamics.motion.constraints import FrictionLaw, effort_rows, path_coefficients, tangent_excess
 from delta_dynamics.motion.path import spline_path
 
 #: Below this inverse condition number of J a path point is a singularity: refused.
@@ -69,13 +68,9 @@ CURVATURE_SHARE = 0.5
 MAX_PASSES = 6
 #: The first friction pass runs on every COARSE_STEP-th gridpoint.
 COARSE_STEP = 4
-#: The cap on s_dot^2 of a friction pass: this factor above the previous timing's (the first
-#: fine pass, or one after a pass the cap bound), and for the passes that tighten the lines.
-CAP_GROWTH = 1.5
-CAP_GROWTH_FINE = 1.1
-#: Friction passes stop when another pass would tighten the friction lines by less than this
+#: Friction passes stop when another pass would move the viscous tangent by less than this
 #: share of the effort limit where an effort limit binds.
-FRICTION_SLACK = 5e-3
+FRICTION_SLACK = 2e-3
 #: A limit exceeded by more than this share in the middle of a grid interval doubles the grid.
 MID_TOLERANCE = 0.005
 MAX_REFINEMENTS = 3
@@ -285,27 +280,26 @@ def _constraint(params, identical: bool):
     return Precomputed()
 
 
-def _rows():
-    """F of the stacked constraint F v <= g, v = (q_ddot, effort upper bound, effort lower bound)."""
-    I, Z = np.eye(3), np.zeros((3, 3))
-    return np.block([[I, Z, Z], [-I, Z, Z], [Z, I, Z], [Z, Z, -I]])
-
-
-_F = _rows()
-
-
 def _solve(s, coef, lim: Limits, law, x0, x_vel):
     """One TOPP-RA pass: s_dot at the gridpoints, or None if the path is not controllable."""
     import toppra.algorithm as algo
     from toppra.constraint import canlinear_colloc_to_interpolate
 
     a, b_up, c_up, b_lo, c_lo = effort_rows(coef, law, x0, x_vel)
-    n = len(s)
-    A = np.hstack((coef.q1, a, a))
-    B = np.hstack((coef.q2, b_up, b_lo))
-    C = np.hstack((np.zeros((n, 3)), c_up, c_lo))
-    g = np.concatenate((lim.acceleration, lim.acceleration, lim.effort, lim.effort))
-    params = canlinear_colloc_to_interpolate(A, B, C, _F, g, None, None, s, identical=True)[:5]
+    n, k = len(s), b_up.shape[2]
+    flat = (n, 3 * k)
+    A = np.hstack((coef.q1, np.repeat(a, k, axis=1), np.repeat(a, k, axis=1)))
+    B = np.hstack((coef.q2, b_up.reshape(flat), b_lo.reshape(flat)))
+    C = np.hstack((np.zeros((n, 3)), c_up.reshape(flat), c_lo.reshape(flat)))
+    # F v <= g with v = (q_ddot, effort upper rows, effort lower rows)
+    m = 3 + 6 * k
+    F = np.zeros((6 + 6 * k, m))
+    F[:3, :3], F[3:6, :3] = np.eye(3), -np.eye(3)
+    F[6:6 + 3 * k, 3:3 + 3 * k] = np.eye(3 * k)
+    F[6 + 3 * k:, 3 + 3 * k:] = -np.eye(3 * k)
+    e = np.repeat(lim.effort, k)
+    g = np.concatenate((lim.acceleration, lim.acceleration, e, e))
+    params = canlinear_colloc_to_interpolate(A, B, C, F, g, None, None, s, identical=True)[:5]
     xb = np.zeros((n, 2))
     xb[:, 1] = x_vel
     cons = [_constraint(tuple(params) + (None, None), True),
@@ -332,41 +326,25 @@ def _subsample(coef, step: int):
                             ("s", "X", "X1", "X2", "q", "q1", "q2", "a", "b", "c")}), idx
 
 
-def _friction_slack(coef, law, lim: Limits, lines, next_lines, sd) -> float:
-    """What another pass could gain: the largest amount, as a share of the effort limit, by
-    which the friction lines ``next_lines`` (x0, x_cap) drawn around the timing ``sd`` are
-    tighter than the ``lines`` it was found with, where an effort row binds (within 0.1 %)."""
+def _tangent_cost(coef, law, lim: Limits, x0, sd) -> float:
+    """What another pass could gain: the largest excess of the viscous tangent at x0 over the
+    viscous friction at the timing ``sd``, as a share of the effort limit, at the gridpoints
+    where an effort limit binds (within 1 %) on the side friction hurts."""
     x = sd * sd
     ds = np.diff(coef.s)
     u = np.append(np.diff(x) / (2 * ds), (x[-1] - x[-2]) / (2 * ds[-1]))
-
-    def rows(x0, x_cap):
-        a, b_up, c_up, b_lo, c_lo = effort_rows(coef, law, x0, x_cap)
-        return (a * u[:, None] + b_up * x[:, None] + c_up, a * u[:, None] + b_lo * x[:, None] + c_lo)
-
-    up, lo = rows(*lines)
-    up2, lo2 = rows(*next_lines)
-    gain_up = np.where(up >= (1 - 1e-3) * lim.effort, up - up2, 0.0)
-    gain_lo = np.where(lo <= -(1 - 1e-3) * lim.effort, lo2 - lo, 0.0)
-    return float(np.max(np.maximum(gain_up, gain_lo) / lim.effort))
-
-
-def _lines(x, x_vel, growth, window):
-    """(x0, x_cap): the tangent point and the cap of the friction lines around the timing x
-    (the cap ``growth`` above the largest x within ``window`` gridpoints)."""
-    floor = 1e-6 * x_vel
-    x0 = np.maximum(x, floor)
-    return x0, np.minimum(x_vel, np.maximum(growth * maximum_filter1d(x, 2 * window + 1), floor))
+    rigid = coef.a * u[:, None] + coef.b * x[:, None] + coef.c
+    hurting = np.sign(coef.q1) * rigid >= 0.99 * lim.effort - 2 * (law.coulomb + law.static)
+    excess = tangent_excess(law, coef.q1, x0, x) / lim.effort
+    return float(np.max(np.where(hurting, excess, 0.0)))
 
 
 def _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes):
     """TOPP-RA passes (module docstring): without friction one pass; with friction a first
-    pass on every :data:`COARSE_STEP`-th gridpoint with loose friction lines (tangent at a
-    quarter of the velocity-limit curve, chord up to it), then passes on the whole grid with
-    the lines drawn around the previous timing (tangent at it, chord up to a cap
-    :data:`CAP_GROWTH` above it, then :data:`CAP_GROWTH_FINE`), until the cap binds nowhere
-    and the lines cost less than :data:`FRICTION_SLACK` of the effort limit where an effort
-    limit binds. Returns (s_dot, t, passes)."""
+    pass on every :data:`COARSE_STEP`-th gridpoint with the viscous tangent at a quarter of the
+    velocity-limit curve, then passes on the whole grid with the tangent at the previous
+    timing, until another pass would move the tangent by less than :data:`FRICTION_SLACK` of
+    the effort limit where an effort limit binds. Returns (s_dot, t, passes)."""
     if law is None:
         sd = _solve(s, coef, lim, None, None, x_vel)
         if sd is None:
@@ -380,12 +358,11 @@ def _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes):
     _checked_times(path, cc, cc.s, sd)
     x = np.interp(s, cc.s, sd * sd)
     best, passes = None, 1
-    lines = _lines(x, x_vel, CAP_GROWTH, COARSE_STEP)
     while passes < max_passes:
         passes += 1
-        x0, x_cap = lines
-        sd = _solve(s, coef, lim, law, x0, x_cap)
-        if sd is None:                 # not in exact arithmetic: the previous timing fits these bounds
+        x0 = np.maximum(x, 1e-6 * x_vel)
+        sd = _solve(s, coef, lim, law, x0, x_vel)
+        if sd is None:                 # not in exact arithmetic: a tangent bound keeps a feasible path feasible
             if best is not None:
                 break
             raise RetimeError(_infeasible(path, lim))
@@ -393,11 +370,8 @@ def _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes):
         if best is None or t[-1] <= best[1][-1]:
             best = (sd, t)
         x = sd * sd
-        capped = bool(np.any((x >= (1 - 1e-3) * x_cap) & (x_cap < x_vel) & (x > 0)))
-        nxt = _lines(x, x_vel, CAP_GROWTH, 1) if capped else _lines(x, x_vel, CAP_GROWTH_FINE, 0)
-        if not capped and _friction_slack(coef, law, lim, lines, nxt, sd) <= FRICTION_SLACK:
+        if _tangent_cost(coef, law, lim, x0, sd) <= FRICTION_SLACK:
             break
-        lines = nxt
     return best[0], best[1], passes
 
 
