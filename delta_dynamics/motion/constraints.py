@@ -24,12 +24,13 @@ effort brakes the motion) the constraint rigid - F(x) >= -limit (for q' > 0) is 
 (u, x) because F's viscous and Coulomb part is concave; where it hurts, rigid + F(x) <= limit
 is not. Both are replaced by linear rows that imply them for every x the timing can take,
 0 <= x <= x_vel (the velocity-limit curve, which the timing keeps anyway), so every timing
-that meets the rows meets the true limits (:func:`friction_rows`):
+that meets the rows meets the true limits (:func:`friction_bounds`, :func:`effort_rows`):
 
 * helping side: the concave magnitude G(x) = c_v |q'| sqrt(x) + min(c_c, c_s) tanh(|q'|
-  sqrt(x) / eps) is above its piecewise-linear interpolant on the nodes x_vel * (0, 4^-6,
-  ..., 4^-1, 1), which is the minimum of its :data:`PIECES` secant lines: one row per secant
-  (the help is counted to within a few per cent of itself at every speed);
+  sqrt(x) / eps) is above its piecewise-linear interpolant on the nodes x_vel * (0, 1/16,
+  1/4, 1), which is the minimum of its :data:`PIECES` secant lines: one row per secant
+  (above a quarter of the velocity-limit speed the help is counted to within 6 % of itself;
+  below, in proportion to x: the cost of few rows, which TOPP-RA pays for per gridpoint);
 * hurting side: the viscous part by the tangent of sqrt(x) at a point x0,
   sqrt(x) <= (x + x0) / (2 sqrt(x0)) for every x (exact at x0, too high by
   (sqrt(x) - sqrt(x0))^2 / (2 sqrt(x0)) elsewhere), the Coulomb part by its full value, the
@@ -46,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_dynamics.algorithms import inverse_dynamics, joint_state
+from delta_dynamics.algorithms import UnreachableError, inverse_dynamics, joint_state
 
 
 @dataclass(frozen=True)
@@ -70,17 +71,24 @@ def path_coefficients(model, path, s) -> PathCoefficients:
     """:class:`PathCoefficients` of ``path`` at the path parameters ``s`` ((N,), m).
 
     Cost per gridpoint: one path evaluation (X, X', X''), one :func:`joint_state` and three
-    :func:`inverse_dynamics` calls (about 1-2 µs per point on nt_robot, vectorised).
-    Raises :class:`~delta_dynamics.kinematics.UnreachableError` (``index`` = the gridpoint)
-    where the path leaves the workspace or meets a singularity.
+    samples of :func:`inverse_dynamics` (one vectorised call; about 2 µs per point on
+    nt_robot). Raises :class:`~delta_dynamics.kinematics.UnreachableError` (``index`` = the
+    gridpoint) where the path leaves the workspace or meets a singularity.
     """
     s = np.asarray(s, dtype=float)
+    n = len(s)
     X, X1, X2 = path.evaluate(s)
     q, q1, q2 = joint_state(model, X, X1, X2)
     zero = np.zeros_like(X)
-    c = inverse_dynamics(model, X, zero, zero, friction=False)
-    a = inverse_dynamics(model, X, zero, X1, friction=False) - c
-    b = inverse_dynamics(model, X, X1, X2, friction=False) - c
+    try:
+        tau = inverse_dynamics(model, np.concatenate((X, X, X)), np.concatenate((zero, zero, X1)),
+                               np.concatenate((zero, X1, X2)), friction=False)
+    except UnreachableError as e:           # name the gridpoint, not the stacked sample
+        e.index = int(getattr(e, "index", 0) or 0) % n
+        raise
+    c = tau[:n]
+    a = tau[n:2 * n] - c
+    b = tau[2 * n:] - c
     return PathCoefficients(s, X, X1, X2, q, q1, q2, a, b, c)
 
 
@@ -117,7 +125,7 @@ class FrictionLaw:
 
 
 #: Secant pieces of the piecewise-linear friction bounds (rows per joint and side).
-PIECES = 7
+PIECES = 3
 
 
 def _nodes(x_vel):
