@@ -243,6 +243,10 @@ def growth_rows(robot="d3s800", rounds=3):
 
 # ----------------------------------------------------------------------------- plot
 
+def fmt_num(v) -> str:
+    return f"{v:g}"
+
+
 def plot(results, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -257,17 +261,23 @@ def plot(results, path):
         lim = mo.report.limits
         ax = axes[0, c]
         ax.plot(mo.t, np.linalg.norm(mo.Xd, axis=1), color="k", lw=1.2, label="platform speed")
-        ax.set_title(f"{robot}: {plan.cycle_time * 1e3:.0f} ms per cycle")
+        start, end = cycle_points(robot)
+        width = np.linalg.norm(np.asarray(end) - start)
+        ax.set_title(f"{robot}: {HEIGHT * 1e3:.0f}/{width * 1e3:.0f}/{HEIGHT * 1e3:.0f} mm, "
+                     f"{plan.cycle_time * 1e3:.0f} ms per cycle", fontsize=10)
         ax.set_ylabel("path speed [m/s]")
         ax.grid(alpha=0.3)
         ax = axes[1, c]
         names = plan.legs[0].model.joint_names
+        styles = (dict(lw=2.6, alpha=0.55), dict(lw=1.0), dict(lw=1.0, ls=(0, (4, 1.5))))
         for j in range(3):
-            ax.plot(mo.t, mo.effort[:, j], color=colours[j], lw=1.0,
-                    label=f"{names[j]} {units['effort_name']}")
-            ax.axhline(lim.effort[j], color=colours[j], ls="--", lw=0.8)
-            ax.axhline(-lim.effort[j], color=colours[j], ls="--", lw=0.8)
-        ax.plot([], [], color="grey", ls="--", lw=0.8, label=f"{units['effort_name']} limits")
+            ax.plot(mo.t, mo.effort[:, j], color=colours[j], label=f"{names[j]} {units['effort_name']}",
+                    **styles[j])
+        for j in range(3):
+            for sign in (1, -1):
+                ax.axhline(sign * lim.effort[j], color="k", ls="--", lw=0.8)
+        ax.plot([], [], color="k", ls="--", lw=0.8,
+                label=f"{units['effort_name']} limit ±{fmt_num(lim.effort.max())} {units['effort']}")
         ax.set_ylabel(f"{units['effort_name']} [{units['effort']}]")
         ax.set_xlabel("time [s]")
         ax.grid(alpha=0.3)
@@ -278,8 +288,9 @@ def plot(results, path):
                     a.axvspan(t0, t1, color="0.92", lw=0)
     axes[0, -1].plot([], [], color="0.85", lw=6, label="dwell (gripper)")
     axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
-    fig.suptitle("Time-optimal pick-and-place cycle (TOPP-RA on the explicit model, friction in): "
-                 "path speed and each joint's effort against its limit", fontsize=10)
+    fig.suptitle("Time-optimal pick-and-place cycles (TOPP-RA on the explicit model, friction in): path "
+                 "speed and each joint's effort against its limit (on the rotary robots joints 1 and 3 "
+                 "coincide: the path is symmetric about the xz plane)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
