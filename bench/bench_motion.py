@@ -170,7 +170,10 @@ def septic_ratio(m, start, width, height, lift, move, overlap, dt=5e-4) -> float
 
 def todays_fastest(m, start, end, height=HEIGHT, quick=False):
     """The shortest septic-profile leg (lift + move, s) within the limits: (leg, lift, move,
-    overlap), by a grid over overlap and lift time and bisection on the move time."""
+    overlap). For each overlap of a grid: the shortest move time for a lift time by bisection,
+    lift times on a geometric grid, then a bounded golden-section search around the best of
+    them."""
+    from scipy.optimize import minimize_scalar
     width = float(np.linalg.norm(np.asarray(end) - start))
 
     def min_move(lift, overlap):
@@ -186,17 +189,17 @@ def todays_fastest(m, start, end, height=HEIGHT, quick=False):
         return hi
 
     best = (math.inf, None, None, None)
-    overlaps = (0.3, 0.5, 0.7, 0.9) if quick else (0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9)
+    overlaps = (0.3, 0.5, 0.7) if quick else (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    lifts = np.geomspace(0.03, 0.3, 8 if quick else 12)
     for overlap in overlaps:
-        for lift in np.geomspace(0.03, 0.3, 8 if quick else 14):
-            move = min_move(lift, overlap)
-            if lift + move < best[0]:
-                best = (lift + move, lift, move, overlap)
-    _, lift0, _, overlap = best
-    for lift in np.linspace(0.8 * lift0, 1.2 * lift0, 5 if quick else 9):   # refine around the best
-        move = min_move(lift, overlap)
-        if lift + move < best[0]:
-            best = (lift + move, lift, move, overlap)
+        legs = [lift + min_move(lift, overlap) for lift in lifts]
+        k = int(np.argmin(legs))
+        lo, hi = lifts[max(k - 1, 0)], lifts[min(k + 1, len(lifts) - 1)]
+        res = minimize_scalar(lambda lift: lift + min_move(lift, overlap), bounds=(lo, hi), method="bounded",
+                              options={"xatol": 5e-4 if quick else 1e-4, "maxiter": 12 if quick else 20})
+        for leg, lift in ((legs[k], lifts[k]), (float(res.fun), float(res.x))):
+            if leg < best[0]:
+                best = (leg, lift, leg - lift, overlap)
     return best
 
 
@@ -289,8 +292,8 @@ def plot(results, path):
     axes[0, -1].plot([], [], color="0.85", lw=6, label="dwell (gripper)")
     axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     fig.suptitle("Time-optimal pick-and-place cycles (TOPP-RA on the explicit model, friction in): path "
-                 "speed and each joint's effort against its limit (on the rotary robots joints 1 and 3 "
-                 "coincide: the path is symmetric about the xz plane)", fontsize=10)
+                 "speed and each joint's effort against its limit (two joints placed symmetrically about "
+                 "the path coincide)", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

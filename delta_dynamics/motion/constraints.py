@@ -126,11 +126,14 @@ class FrictionLaw:
 
 #: Secant pieces of the piecewise-linear friction bounds (rows per joint and side).
 PIECES = 3
+#: ... and where those leave more than a little of the help uncounted (large friction against
+#: the effort limits), this many.
+PIECES_FINE = 7
 
 
-def _nodes(x_vel):
-    """(N, PIECES + 1) nodes in x: x_vel * (0, 4^-(PIECES-1), ..., 1/4, 1)."""
-    frac = np.concatenate(([0.0], 4.0 ** -np.arange(PIECES - 1, -1, -1)))
+def _nodes(x_vel, pieces: int = PIECES):
+    """(N, pieces + 1) nodes in x: x_vel * (0, 4^-(pieces-1), ..., 1/4, 1)."""
+    frac = np.concatenate(([0.0], 4.0 ** -np.arange(pieces - 1, -1, -1)))
     return np.asarray(x_vel, dtype=float)[:, None] * frac
 
 
@@ -142,9 +145,9 @@ def _secants(f_nodes, x_nodes):
     return slope, f_nodes[..., :-1] - slope * x_nodes[:, None, :-1]
 
 
-def friction_bounds(law: FrictionLaw, q1, x0, x_vel):
+def friction_bounds(law: FrictionLaw, q1, x0, x_vel, pieces: int = PIECES):
     """Rows in x = s_dot^2 that bound the friction magnitude F(x) = |f(q' s_dot)| per gridpoint
-    and joint for 0 <= x <= x_vel (module docstring): (up0, up1, lo0, lo1), each (N, 3, PIECES),
+    and joint for 0 <= x <= x_vel (module docstring): (up0, up1, lo0, lo1), each (N, 3, pieces),
     with
 
         min_k (lo0_k + lo1_k x)  <=  F(x)  <=  max_k (up0_k + up1_k x).
@@ -153,7 +156,7 @@ def friction_bounds(law: FrictionLaw, q1, x0, x_vel):
     bound; ``x_vel`` (N,) > 0: the largest x the timing may take there.
     """
     k = np.abs(q1)[:, :, None]                                        # joint speed per unit s_dot
-    xn = _nodes(x_vel)                                                # (N, P + 1)
+    xn = _nodes(x_vel, pieces)                                        # (N, P + 1)
     vn = k * np.sqrt(xn)[:, None, :]                                  # joint speeds at the nodes
     moving = k > 0
     # above: viscous tangent at x0, Coulomb in full, Stribeck excess by its secants
@@ -187,8 +190,8 @@ def tangent_excess(law: FrictionLaw, q1, x0, x) -> np.ndarray:
     return law.viscous * np.abs(q1) * (r - r0) ** 2 / (2 * r0)
 
 
-def effort_rows(coef: PathCoefficients, law: FrictionLaw | None, x0, x_vel):
-    """(a, b_up, c_up, b_lo, c_lo): a (N, 3), the others (N, 3, PIECES) (without friction
+def effort_rows(coef: PathCoefficients, law: FrictionLaw | None, x0, x_vel, pieces: int = PIECES):
+    """(a, b_up, c_up, b_lo, c_lo): a (N, 3), the others (N, 3, pieces) (without friction
     (N, 3, 1)): for every (u, x) with 0 <= x <= x_vel that meets
     a u + b_up[..., k] x + c_up[..., k] <= limit and a u + b_lo[..., k] x + c_lo[..., k] >= -limit
     for every k, the effort (friction bounded by :func:`friction_bounds`; ``law`` None: no
@@ -196,7 +199,7 @@ def effort_rows(coef: PathCoefficients, law: FrictionLaw | None, x0, x_vel):
     a, b, c = coef.a, coef.b[..., None], coef.c[..., None]
     if law is None or law.zero:
         return a, b, c, b, c
-    up0, up1, lo0, lo1 = friction_bounds(law, coef.q1, x0, x_vel)
+    up0, up1, lo0, lo1 = friction_bounds(law, coef.q1, x0, x_vel, pieces)
     sg = np.sign(coef.q1)[..., None]
     pos, neg = sg > 0, sg < 0
     # forward (q' > 0): tau = rigid + F, F between min_k lo and max_k up: the upper rows take

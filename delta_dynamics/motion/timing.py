@@ -16,14 +16,18 @@ Gridpoints (:func:`gridpoints`): :data:`GRID_PER_METRE` per metre of path (at le
 every interval (where the discretisation does not look); where a limit is exceeded by more
 than :data:`MID_TOLERANCE` the grid is doubled and the path solved again.
 
-Friction (:mod:`~delta_dynamics.motion.constraints`): the viscous term is linear in s_dot,
-not in x = s_dot^2, so it is bounded by lines in x that hold for every speed the timing may
-take. The first pass takes the tangent at a quarter of the velocity-limit curve and the
-chord up to that curve; each later pass takes the tangent at the previous timing's x and caps
-x at :data:`GROWTH` times it (the chord up to the cap), so the bounds tighten where the timing
-runs. Every pass's timing meets the true limits (up to the discretisation); the passes stop
-when the duration changes by less than :data:`TOLERANCE` and the cap binds nowhere (typically
-2-3 passes). ``friction=False``, or a model without friction, takes one pass.
+Friction (:mod:`~delta_dynamics.motion.constraints`): it is not of TOPP-RA's form (its
+viscous part is linear in s_dot, not in x = s_dot^2), so it enters as linear rows that bound it
+for every x the timing can take (secants where it helps, the viscous tangent at a point x0
+where it hurts). A first pass on every :data:`COARSE_STEP`-th gridpoint takes x0 at a quarter
+of the velocity-limit curve; the next passes, on the whole grid, take x0 at the previous
+timing, until another pass would move the tangent by less than :data:`FRICTION_SLACK` of the
+effort limit where an effort limit binds (2 passes on the presets); where the secants leave
+more than :data:`HELP_SLACK` of the limit of the friction's help uncounted (friction large
+against the limits), with :data:`~delta_dynamics.motion.constraints.PIECES_FINE` secants
+instead of :data:`~delta_dynamics.motion.constraints.PIECES`. Every pass's timing meets
+the true limits (up to the discretisation). ``friction=False``, or a model without friction,
+takes one pass.
 
 The result (:class:`Timing`) maps t to (s, s_dot, s_ddot) exactly as TOPP-RA's solution
 (constant s_ddot between gridpoints); :func:`delta_dynamics.motion.sampled.sample` turns
@@ -32,7 +36,8 @@ the report of which limit is active where.
 
 Cost per gridpoint and pass: about 2 µs for the model's coefficients (vectorised) and about
 20-30 µs for TOPP-RA's stage-wise linear programs (a Python loop inside ``toppra``, idle
-machine); a 25/305/25 mm pick leg has about 210 gridpoints and takes 2-3 passes. Building the
+machine; it grows with the constraint rows: 12 without friction, 24 with); a 25/305/25 mm pick
+leg has about 210 gridpoints and takes 2 passes (a coarse one and a fine one). Building the
 path costs O(number of points) (scipy's spline) and nothing else depends on it.
 
 >>> from delta_dynamics.kinds import model_for
@@ -54,7 +59,8 @@ import numpy as np
 
 from delta_dynamics.algorithms import (UnreachableError, check_joint_limits, inverse_dynamics, joint_state,
                                        joint_units, singularity_measure)
-from delta_dynamics.motion.constraints import FrictionLaw, effort_rows, path_coefficients, tangent_excess
+from delta_dynamics.motion.constraints import (PIECES, PIECES_FINE, FrictionLaw, effort_rows, path_coefficients,
+                                               tangent_excess)
 from delta_dynamics.motion.path import spline_path
 
 #: Below this inverse condition number of J a path point is a singularity: refused.
@@ -71,6 +77,9 @@ COARSE_STEP = 4
 #: Friction passes stop when another pass would move the viscous tangent by less than this
 #: share of the effort limit where an effort limit binds.
 FRICTION_SLACK = 2e-3
+#: Where the secant rows leave more than this share of the effort limit of the friction's help
+#: uncounted where an effort limit binds, the passes go on with PIECES_FINE secants.
+HELP_SLACK = 0.01
 #: A limit exceeded by more than this share in the middle of a grid interval doubles the grid.
 MID_TOLERANCE = 0.005
 MAX_REFINEMENTS = 3
@@ -280,12 +289,12 @@ def _constraint(params, identical: bool):
     return Precomputed()
 
 
-def _solve(s, coef, lim: Limits, law, x0, x_vel):
+def _solve(s, coef, lim: Limits, law, x0, x_vel, pieces: int = PIECES):
     """One TOPP-RA pass: s_dot at the gridpoints, or None if the path is not controllable."""
     import toppra.algorithm as algo
     from toppra.constraint import canlinear_colloc_to_interpolate
 
-    a, b_up, c_up, b_lo, c_lo = effort_rows(coef, law, x0, x_vel)
+    a, b_up, c_up, b_lo, c_lo = effort_rows(coef, law, x0, x_vel, pieces)
     n, k = len(s), b_up.shape[2]
     flat = (n, 3 * k)
     A = np.hstack((coef.q1, np.repeat(a, k, axis=1), np.repeat(a, k, axis=1)))
@@ -339,6 +348,22 @@ def _tangent_cost(coef, law, lim: Limits, x0, sd) -> float:
     return float(np.max(np.where(hurting, excess, 0.0)))
 
 
+def _help_gap(coef, law, lim: Limits, x_vel, sd, pieces: int) -> float:
+    """The friction help the secant rows leave uncounted, as a share of the effort limit, at
+    the gridpoints where an effort limit binds on the side friction helps (within 1 %)."""
+    x = sd * sd
+    ds = np.diff(coef.s)
+    u = np.append(np.diff(x) / (2 * ds), (x[-1] - x[-2]) / (2 * ds[-1]))
+    rigid = coef.a * u[:, None] + coef.b * x[:, None] + coef.c
+    helping = -np.sign(coef.q1) * rigid >= 0.99 * lim.effort - 2 * (law.coulomb + law.static)
+    from delta_dynamics.motion.constraints import friction_bounds
+    _, _, lo0, lo1 = friction_bounds(law, coef.q1, x_vel, x_vel, pieces)
+    counted = np.min(lo0 + lo1 * x[:, None, None], axis=2)
+    cmin = np.minimum(law.coulomb, law.static)
+    true = FrictionLaw(law.viscous, cmin, cmin, law.v_stribeck, law.eps).magnitude(coef.q1 * np.sqrt(x)[:, None])
+    return float(np.max(np.where(helping, (true - counted) / lim.effort, 0.0)))
+
+
 def _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes):
     """TOPP-RA passes (module docstring): without friction one pass; with friction a first
     pass on every :data:`COARSE_STEP`-th gridpoint with the viscous tangent at a quarter of the
@@ -357,11 +382,11 @@ def _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes):
         raise RetimeError(_infeasible(path, lim))
     _checked_times(path, cc, cc.s, sd)
     x = np.interp(s, cc.s, sd * sd)
-    best, passes = None, 1
+    best, passes, pieces = None, 1, PIECES
     while passes < max_passes:
         passes += 1
         x0 = np.maximum(x, 1e-6 * x_vel)
-        sd = _solve(s, coef, lim, law, x0, x_vel)
+        sd = _solve(s, coef, lim, law, x0, x_vel, pieces)
         if sd is None:                 # not in exact arithmetic: a tangent bound keeps a feasible path feasible
             if best is not None:
                 break
@@ -370,7 +395,10 @@ def _solve_with_friction(path, s, coef, lim, law, x_vel, max_passes):
         if best is None or t[-1] <= best[1][-1]:
             best = (sd, t)
         x = sd * sd
-        if _tangent_cost(coef, law, lim, x0, sd) <= FRICTION_SLACK:
+        tangent_ok = _tangent_cost(coef, law, lim, x0, sd) <= FRICTION_SLACK
+        if pieces < PIECES_FINE and _help_gap(coef, law, lim, x_vel, sd, pieces) > HELP_SLACK:
+            pieces = PIECES_FINE          # friction large against the limits: count its help closer
+        elif tangent_ok:
             break
     return best[0], best[1], passes
 
