@@ -195,7 +195,8 @@ def todays_fastest(m, start, end, height=HEIGHT, quick=False):
         legs = [lift + min_move(lift, overlap) for lift in lifts]
         k = int(np.argmin(legs))
         lo, hi = lifts[max(k - 1, 0)], lifts[min(k + 1, len(lifts) - 1)]
-        res = minimize_scalar(lambda lift: lift + min_move(lift, overlap), bounds=(lo, hi), method="bounded",
+        res = minimize_scalar(lambda lift: min(lift + min_move(lift, overlap), 10.0), bounds=(lo, hi),
+                              method="bounded",
                               options={"xatol": 5e-4 if quick else 1e-4, "maxiter": 12 if quick else 20})
         for leg, lift in ((legs[k], lifts[k]), (float(res.fun), float(res.x))):
             if leg < best[0]:
