@@ -48,7 +48,7 @@ from _machine import describe  # noqa: E402
 from delta_dynamics.algorithms import (UnreachableError, inverse_dynamics, inverse_kinematics,  # noqa: E402
                                        joint_state, joint_units, workspace_centre)
 from delta_dynamics.kinds import model_for  # noqa: E402
-from delta_dynamics.motion import door_path, plan_legs, retime, sample  # noqa: E402
+from delta_dynamics.motion import door_path, plan_legs, retime  # noqa: E402
 from delta_dynamics.motion.pick import plan_pick  # noqa: E402
 from delta_dynamics.trajectories import pick_place  # noqa: E402
 

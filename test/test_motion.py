@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import yaml
 from scipy.interpolate import CubicSpline
 
 from delta_core.robot_file import load_robot, save_robot
