@@ -187,6 +187,12 @@ def sample(pieces, dt: float = 1e-3, model=None) -> Motion:
             else:
                 X[i0:i1] = p.point
         start = end
+    # the last sample is the end, at rest (also where rounding put it a hair before the end)
+    last = pieces[-1] if pieces else None
+    if last is not None:
+        X[-1] = last.point if isinstance(last, Dwell) else last.path.position(last.path.breakpoints[-1])
+        Xd[-1] = Xdd[-1] = 0.0
+        moving[-1] = False
     q, qd, qdd = joint_state(model, X, Xd, Xdd)
     effort = inverse_dynamics(model, X, Xd, Xdd)
     units = joint_units(model)
