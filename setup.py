@@ -94,6 +94,7 @@ setup(
         'urdf-parser-py',
         'rosbags',
         'ruckig',                  # online jerk-limited setpoints for streamed commands
+        'toppra',                  # time-optimal path timing (delta_dynamics.motion)
         'canopen',
         'python-can[multicast]',   # udp_multicast (delta-drive-sim in another process) needs msgpack
     ],
