@@ -52,6 +52,7 @@ from delta_core.text_input import TextInputError, data_lines, field_counts_equal
 from delta_dynamics.limits import MAX_SAMPLES
 
 from . import IdentificationError
+from .bag import one_line, short, typestore
 
 REQUIRED_COLUMNS = ("t", "q1", "q2", "q3", "tau1", "tau2", "tau3")
 #: The effort columns of each kind: torques of a rotary Delta, forces of a linear one.
@@ -362,129 +363,76 @@ def is_bag(path) -> bool:
 
 
 def _typestore():
-    from rosbags.typesys import Stores, get_typestore
-    return get_typestore(Stores.ROS2_JAZZY)
+    return typestore()
 
 
 def read_bag(path, joint_names, topic: str = "/joint_states", effort: str = "torque",
-             torque_factor: float = 1.0, stamp: str = "header") -> JointData:
+             torque_factor: float = 1.0, stamp: str = "header", progress=None) -> JointData:
     """Read ``sensor_msgs/msg/JointState`` messages on ``topic`` from a rosbag2 bag.
 
     ``joint_names``: the robot file's three names (matched by name in each message).
     ``effort``: ``"torque"`` (N m at the arm) or ``"current"`` (A; multiplied by
     ``torque_factor`` = torque_constant * gear_ratio). ``stamp``: ``"header"`` (the message's
     header stamp; the bag's receive time where the stamp is zero) or ``"receive"``.
+    Messages are decoded a block at a time (:mod:`.bag`); ``progress(done, total)`` is called
+    after each block.
     """
-    from rosbags.rosbag2 import Reader
+    from .bag import open_joint_states
 
     path = Path(path)
     if not path.exists():
         raise _missing(path)
-    if effort not in ("torque", "current"):
-        raise IdentificationError(f"effort must be 'torque' or 'current', got {effort!r}")
-    if stamp not in ("header", "receive"):
-        raise IdentificationError(f"stamp must be 'header' or 'receive', got {stamp!r}")
-    try:
-        reader = Reader(path)
-        reader.open()
-    except Exception as e:  # rosbags raises several types for unreadable bags
-        raise IdentificationError(f"{path}: not a readable rosbag2 bag: {_one_line(e)}") from None
-    try:
-        return _read_messages(reader, path, joint_names, topic, effort, torque_factor, stamp)
-    except IdentificationError:
-        raise
-    except Exception as e:  # a corrupt or truncated bag fails while its messages are read
-        raise IdentificationError(f"{path}: not a readable rosbag2 bag: reading topic {topic} failed: "
-                                  f"{_one_line(e)}") from None
-    finally:
-        reader.close()
-
-
-def _short(value, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
-def _one_line(e: Exception, limit: int = 300) -> str:
-    text = " ".join(str(e).split()) or type(e).__name__
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _read_messages(reader, path, joint_names, topic, effort, torque_factor, stamp) -> JointData:
-    """The JointState samples of ``topic`` from an open rosbags Reader (see :func:`read_bag`)."""
-    conns = [c for c in reader.connections if c.topic == topic]
-    if not conns:
-        have = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections})
-        raise IdentificationError(f"{path}: no topic {topic} in the bag (topics: "
-                                  f"{', '.join(have) if have else 'none'}); choose one with --topic")
-    wrong = sorted({c.msgtype for c in conns if c.msgtype != JOINT_STATE})
-    if wrong:
-        raise IdentificationError(f"{path}: topic {topic} carries {', '.join(wrong)}, not {JOINT_STATE}")
-    store = _typestore()
-    deser = store.deserialize_cdr
-    n = sum(c.msgcount for c in conns)
-    if n > MAX_SAMPLES:
-        raise IdentificationError(f"{path}: topic {topic} has {n} messages, more than the {MAX_SAMPLES} "
-                                  "samples one run may use (MAX_SAMPLES in delta_dynamics/limits.py): "
-                                  "split the recording (ros2 bag convert) or record shorter runs")
-    n = max(n, 0)
-    t_ns = np.empty(n, dtype=np.int64)
-    q = np.empty((n, 3))
-    tau = np.empty((n, 3))
-    cache: dict = {}
-    k = 0
-    for conn, rx, raw in reader.messages(connections=conns):
-        if k >= n:  # msgcount unknown or wrong: grow
-            if k >= MAX_SAMPLES:
-                raise IdentificationError(f"{path}: topic {topic} has more than {MAX_SAMPLES} messages, "
-                                          "the most one run may use (MAX_SAMPLES in "
-                                          "delta_dynamics/limits.py): split the recording")
-            n = min(2 * n + 16, MAX_SAMPLES)
-            t_ns = np.resize(t_ns, n)
-            q = np.resize(q, (n, 3))
-            tau = np.resize(tau, (n, 3))
-        try:
-            msg = deser(raw, JOINT_STATE)
-        except Exception as e:
-            raise IdentificationError(f"{path}: {topic} message {k}: cannot decode: {_one_line(e)}") from None
-        names = tuple(msg.name)
-        idx = cache.get(names)
-        if idx is None:
-            pos = {nm: i for i, nm in enumerate(names)}
-            absent = [j for j in joint_names if j not in pos]
-            if absent:
-                raise IdentificationError(
-                    f"{path}: {topic} message {k}: no joint {', '.join(repr(a) for a in absent)} "
-                    f"(the message names {_short(list(names))}; the robot file's joint_names are "
-                    f"{list(joint_names)})")
-            idx = [pos[j] for j in joint_names]
-            if len(cache) > 64:          # names that change with every message: do not hoard them
-                cache.clear()
-            cache[names] = idx
-        p, e = msg.position, msg.effort
-        if len(e) == 0:
-            raise IdentificationError(f"{path}: {topic} message {k}: JointState without effort "
-                                      "(the effort array is empty; identification needs joint torques or currents)")
-        if len(p) != len(names) or len(e) != len(names):
-            raise IdentificationError(f"{path}: {topic} message {k}: {len(names)} names but "
-                                      f"{len(p)} positions and {len(e)} efforts")
-        q[k] = p[idx]
-        tau[k] = e[idx]
-        hs = msg.header.stamp
-        h_ns = int(hs.sec) * 1_000_000_000 + int(hs.nanosec)
-        t_ns[k] = h_ns if (stamp == "header" and h_ns != 0) else int(rx)
-        k += 1
+    _check_bag_options(effort, stamp)
+    with open_joint_states(path, topic, joint_names) as bag:
+        n = bag.count
+        if n > MAX_SAMPLES:
+            raise IdentificationError(f"{path}: topic {topic} has {n} messages, more than the {MAX_SAMPLES} "
+                                      "samples one run may use (MAX_SAMPLES in delta_dynamics/limits.py): "
+                                      "split the recording (ros2 bag convert) or record shorter runs")
+        parts = []
+        k = 0
+        for block in bag.blocks(max_messages=MAX_SAMPLES,
+                                limit_text=", the most one run may use (MAX_SAMPLES in "
+                                           "delta_dynamics/limits.py): split the recording"):
+            parts.append(block)
+            k += len(block[0])
+            if progress is not None:
+                progress(k, max(n, k))
     if k == 0:
         raise IdentificationError(f"{path}: topic {topic} has no messages")
-    t_ns, q, tau = t_ns[:k], q[:k], tau[:k]
+    t_ns = bag_times(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), stamp)
+    q = np.concatenate([p[2] for p in parts])
+    tau = np.concatenate([p[3] for p in parts])
+    parts.clear()
     t = (t_ns - t_ns[0]).astype(float) * 1e-9
     if effort == "current":
         tau = tau * float(torque_factor)
     data = JointData(t=t, q=q, tau=tau, source=f"{path} {topic}", unit=f"{topic} message", first=0)
-    data.notes.append(f"read {k} JointState messages from {path} topic {topic} "
-                      f"(effort as {effort}{'' if effort == 'torque' else f' x {torque_factor:g} N m/A'}, "
-                      f"time from the {'header stamp' if stamp == 'header' else 'bag receive time'})")
+    data.notes.append(bag_note(k, path, topic, effort, torque_factor, stamp))
     return data
+
+
+def _check_bag_options(effort, stamp):
+    if effort not in ("torque", "current"):
+        raise IdentificationError(f"effort must be 'torque' or 'current', got {effort!r}")
+    if stamp not in ("header", "receive"):
+        raise IdentificationError(f"stamp must be 'header' or 'receive', got {stamp!r}")
+
+
+def bag_times(header_ns, receive_ns, stamp: str) -> np.ndarray:
+    """The time base of bag messages (ns): the header stamps, the receive time where a stamp
+    is zero (``stamp="header"``), or the receive times (``"receive"``)."""
+    if stamp == "receive":
+        return receive_ns
+    return np.where(header_ns != 0, header_ns, receive_ns)
+
+
+def bag_note(k, path, topic, effort, torque_factor, stamp) -> str:
+    return (f"read {k} JointState messages from {path} topic {topic} "
+            f"(effort as {effort}{'' if effort == 'torque' else f' x {torque_factor:g} N m/A'}, "
+            f"time from the {'header stamp' if stamp == 'header' else 'bag receive time'})")
+
+
 
 
 def write_bag(path, t, q, effort, joint_names, topic: str = "/joint_states",
