@@ -252,6 +252,7 @@ class _CsvReader:
 
     def __init__(self, path, max_rows, effort=None):
         self.path, self.max_rows = path, max_rows
+        self.limit_name = "MAX_SAMPLES in delta_dynamics/limits.py"
         self.effort = effort            # "tau" or "f" (None: from the header)
         self.header = None
         self.used: list = []            # column names kept, in header order
@@ -297,8 +298,7 @@ class _CsvReader:
         if self.rows + len(rows) > self.max_rows:
             k = self.max_rows - self.rows
             raise IdentificationError(f"{self.path}: line {nums[k]}: more than {self.max_rows} samples (the "
-                                      "limit, MAX_SAMPLES in delta_dynamics/limits.py): split the "
-                                      "recording or decimate it")
+                                      f"limit, {self.limit_name}): split the recording or decimate it")
         ncol = len(self.header)
         arr = None
         if field_counts_equal(rows, ncol):
@@ -558,45 +558,68 @@ def _central(x, h):
     return d
 
 
-def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
-    """Checked, segmented, resampled, differentiated (and filtered) samples; see the module docstring."""
-    from scipy.interpolate import CubicSpline
-    from scipy.signal import butter, sosfiltfilt
+@dataclass
+class SegmentPlan:
+    """One segment of :class:`TimePlan`: kept samples [a, b), resampled onto ``grid`` points or not."""
 
-    opts = opts or Preprocessing()
-    opts.check()
-    src = data.source
-    notes = list(data.notes)
-    n = len(data.t)
-    if data.q.shape != (n, 3) or data.tau.shape != (n, 3):
-        raise IdentificationError(f"{src}: positions and torques must be (N, 3) like the time (N = {n})")
-    _check_finite(data)
-    if n < opts.min_samples:
-        raise IdentificationError(f"{src}: too few samples: {n} (need at least {opts.min_samples})")
-    _check_efforts(data)
-    t = np.asarray(data.t, dtype=float)
+    a: int
+    b: int
+    resample: bool
+    grid: int            # samples of the segment after resampling (b - a if not resampled)
+
+
+@dataclass
+class TimePlan:
+    """What :func:`preprocess` does to a time base, decided from the times alone (steps 1-3 and
+    the filter of the module docstring), so that the in-memory and the streamed paths
+    (:mod:`.stream`) preprocess the same samples the same way."""
+
+    idx: np.ndarray | None        # raw indices of the samples in time order (None: all)
+    t: np.ndarray                 # their times
+    h: float                      # s, step of the (resampling) grid
+    segments: list                # SegmentPlan of every segment kept
+    sos: np.ndarray | None        # the low-pass ('filter') or None ('central')
+    trim: int
+    decimate: int
+    parallel: bool                # regressor and torques through ``sos`` too
+    notes: list
+    usable: int                   # samples left after trimming and decimation
+
+    def kept(self, seg: SegmentPlan) -> range:
+        """Indices (within the segment's grid) of the samples used after trim and decimation."""
+        return range(self.trim, seg.grid - self.trim, self.decimate)
+
+
+def plan_time(t, opts: Preprocessing, where, src: str, notes: list, max_samples: int = MAX_SAMPLES) -> TimePlan:
+    """Steps 1-3 of the module docstring and the filter design, on the times ``t`` (s) alone.
+
+    ``where(k)`` names raw sample k in messages; ``max_samples`` bounds a resampled grid.
+    """
+    from scipy.signal import butter
+
+    t = np.asarray(t, dtype=float)
+    n = len(t)
     # 1. time base: keep a sample only if it is later than every earlier one
     keep = np.ones(n, bool)
     keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+    idx = None
     if not keep.all():
         dt = np.diff(t)
         dup = np.flatnonzero(dt == 0) + 1
         back = np.flatnonzero(dt < 0) + 1
         parts = []
         if len(dup):
-            parts.append(f"{len(dup)} duplicate timestamp(s) (first at {data.where(dup[0])}, t = {t[dup[0]]:.9g} s)")
+            parts.append(f"{len(dup)} duplicate timestamp(s) (first at {where(dup[0])}, t = {t[dup[0]]:.9g} s)")
         if len(back):
-            parts.append(f"{len(back)} timestamp(s) going backwards (first at {data.where(back[0])}, "
+            parts.append(f"{len(back)} timestamp(s) going backwards (first at {where(back[0])}, "
                          f"t = {t[back[0]]:.9g} s after {t[back[0] - 1]:.9g} s)")
         msg = f"{src}: " + " and ".join(parts)
         if opts.strict_time:
             raise IdentificationError(msg)
         notes.append(f"{msg}: {int((~keep).sum())} sample(s) not in time order dropped")
-    idx = np.flatnonzero(keep)
-    t = t[idx]
-    q, tau = data.q[idx], data.tau[idx]
-    qd_in = data.qd[idx] if data.qd is not None else None
-    qdd_in = data.qdd[idx] if data.qdd is not None else None
+        idx = np.flatnonzero(keep)
+        t = t[idx]
+    del keep
     if len(t) < opts.min_samples:
         raise IdentificationError(f"{src}: too few samples in time order: {len(t)} (need at least {opts.min_samples})")
     steps = np.diff(t)
@@ -607,8 +630,9 @@ def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
     bounds = [0, *cuts.tolist(), len(t)]
     if len(cuts):
         g = cuts[0]
-        notes.append(f"{len(cuts)} gap(s) in the time stamps (first {steps[g - 1]:.4g} s at {data.where(idx[g])}, "
-                     f"median step {med:.4g} s): data split into {len(cuts) + 1} segments")
+        notes.append(f"{len(cuts)} gap(s) in the time stamps (first {steps[g - 1]:.4g} s at "
+                     f"{where(idx[g] if idx is not None else g)}, median step {med:.4g} s): data split into "
+                     f"{len(cuts) + 1} segments")
     if opts.derivative == "filter":
         fs = 1.0 / h
         if opts.cutoff >= 0.5 * fs:
@@ -620,68 +644,41 @@ def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
         sos = None
         trim = opts.trim if opts.trim is not None else 1
     need = max(opts.min_segment, 2 * trim + 3)
-    out = {k: [] for k in ("t", "q", "qd", "qdd", "tau")}
-    segments, dropped, resampled, start = [], 0, 0, 0
+    segments, dropped, resampled, start, covered = [], 0, 0, 0, 0.0
     for a, b in zip(bounds[:-1], bounds[1:]):
-        ts = t[a:b]
         if b - a < need:
             dropped += 1
             continue
-        qs, taus = q[a:b], tau[a:b]
-        qds = qd_in[a:b] if qd_in is not None else None
-        qdds = qdd_in[a:b] if qdd_in is not None else None
-        st = np.diff(ts)
-        jitter = float(np.max(np.abs(st - h)) / h)
+        ts = t[a:b]
+        jitter = float(np.max(np.abs(steps[a:b - 1] - h)) / h)
         if opts.resample == "always" or (opts.resample == "auto" and jitter > opts.jitter_tol):
             grid = math.floor((ts[-1] - ts[0]) / h + 1e-9) + 1
-            if grid + start > MAX_SAMPLES:
+            if grid + start > max_samples:
                 raise IdentificationError(
                     f"{src}: resampling {ts[-1] - ts[0]:.6g} s at {1.0 / h:.6g} Hz gives more than "
-                    f"{MAX_SAMPLES} samples (MAX_SAMPLES in delta_dynamics/limits.py): "
+                    f"{max_samples} samples (MAX_SAMPLES in delta_dynamics/limits.py): "
                     "lower --rate or --resample never")
-            tn = ts[0] + h * np.arange(grid)
-            qs = CubicSpline(ts, qs, axis=0)(tn)
-            taus = np.column_stack([np.interp(tn, ts, taus[:, j]) for j in range(3)])
-            if qds is not None:
-                qds = np.column_stack([np.interp(tn, ts, qds[:, j]) for j in range(3)])
-            if qdds is not None:
-                qdds = np.column_stack([np.interp(tn, ts, qdds[:, j]) for j in range(3)])
-            ts = tn
+            segments.append(SegmentPlan(a, b, True, grid))
+            covered += float((ts[0] + h * (grid - 1)) - ts[0])
             resampled += 1
-        if sos is not None:
-            padlen = min(len(ts) - 1, 3 * (2 * len(sos) + 1))
-            qs_f = sosfiltfilt(sos, qs, axis=0, padlen=padlen)
-            if qds is not None:
-                qds = sosfiltfilt(sos, qds, axis=0, padlen=padlen)
-            if qdds is not None:
-                qdds = sosfiltfilt(sos, qdds, axis=0, padlen=padlen)
         else:
-            qs_f = qs
-        hs = (ts[-1] - ts[0]) / (len(ts) - 1)
-        if qds is None:
-            qds, qdds = _second_difference(qs_f, hs)
-        elif qdds is None:
-            qdds = _central(qds, hs)
-        for key, arr in (("t", ts), ("q", qs_f), ("qd", qds), ("qdd", qdds), ("tau", taus)):
-            out[key].append(arr)
-        segments.append((start, start + len(ts)))
-        start += len(ts)
+            segments.append(SegmentPlan(a, b, False, b - a))
+            covered += float(ts[-1] - ts[0])
+        start += segments[-1].grid
     if resampled:
         notes.append(f"{resampled} segment(s) resampled to a uniform {1.0 / h:.6g} Hz grid "
                      f"(time steps jittered by more than {100 * opts.jitter_tol:g} %)")
     if dropped:
         notes.append(f"{dropped} segment(s) shorter than {need} samples dropped")
-    usable = sum(len(range(a + trim, b - trim, opts.decimate)) for a, b in segments)
+    usable = sum(len(range(trim, s.grid - trim, opts.decimate)) for s in segments)
     if usable < opts.min_samples:
         raise IdentificationError(f"{src}: too few usable samples after preprocessing: {usable} "
                                   f"(need at least {opts.min_samples}; {len(t)} samples in "
                                   f"{len(bounds) - 1} segment(s), {trim} trimmed at each segment end)")
-    covered = sum(float(out["t"][i][-1] - out["t"][i][0]) for i in range(len(segments)))
     if covered < opts.min_duration:
         raise IdentificationError(f"{src}: too short: the usable data cover {covered:.4g} s (need at least "
                                   f"{opts.min_duration:g} s of motion: record a longer run, e.g. a few "
                                   "periods of 'delta-identify excite')")
-    cat = {k: np.concatenate(v) for k, v in out.items()}
     parallel = sos is not None and opts.parallel_filter
     if opts.derivative == "filter":
         notes.append(f"velocities and accelerations: zero-phase Butterworth low-pass (order {opts.order}, "
@@ -689,6 +686,87 @@ def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
                      + ("; regressor and torques through the same filter (parallel filtering)" if parallel else ""))
     else:
         notes.append("velocities and accelerations: central differences (no filtering)")
+    return TimePlan(idx=idx, t=t, h=h, segments=segments, sos=sos, trim=trim, decimate=opts.decimate,
+                    parallel=parallel, notes=notes, usable=usable)
+
+
+def segment_samples(plan: TimePlan, seg: SegmentPlan, ts, qs, taus, qds=None, qdds=None, lo: int = 0,
+                    hi: int | None = None):
+    """Steps 3-4 of the module docstring on (part of) one segment: (t, q, qd, qdd, tau) on the
+    segment's grid points [lo, hi) (default: all).
+
+    ``ts, qs, taus, qds, qdds``: the segment's kept samples (all, or a window of them around
+    the grid points asked for). The in-memory path passes whole segments; the streamed one windows that reach
+    far enough beyond [lo, hi) for the filter's and the spline's end effects to die out.
+    At a window edge that is not a segment end the results are those of the whole segment
+    to rounding; at a segment end they are the same computation.
+    """
+    from scipy.interpolate import CubicSpline
+    from scipy.signal import sosfiltfilt
+
+    n_seg = seg.b - seg.a
+    hi = seg.grid if hi is None else hi
+    h = plan.h
+    if seg.resample:
+        t0 = plan.t[seg.a]
+        tn = t0 + h * np.arange(lo, hi)
+        qs = CubicSpline(ts, qs, axis=0)(tn)
+        taus = np.column_stack([np.interp(tn, ts, taus[:, j]) for j in range(3)])
+        if qds is not None:
+            qds = np.column_stack([np.interp(tn, ts, qds[:, j]) for j in range(3)])
+        if qdds is not None:
+            qdds = np.column_stack([np.interp(tn, ts, qdds[:, j]) for j in range(3)])
+        ts = tn
+        hs = ((t0 + h * (seg.grid - 1)) - t0) / (seg.grid - 1)        # as the grid's ends give it
+    else:
+        hs = (plan.t[seg.b - 1] - plan.t[seg.a]) / (n_seg - 1)
+    if plan.sos is not None:
+        padlen = min(seg.grid - 1, 3 * (2 * len(plan.sos) + 1))
+        qs_f = sosfiltfilt(plan.sos, qs, axis=0, padlen=padlen)
+        if qds is not None:
+            qds = sosfiltfilt(plan.sos, qds, axis=0, padlen=padlen)
+        if qdds is not None:
+            qdds = sosfiltfilt(plan.sos, qdds, axis=0, padlen=padlen)
+    else:
+        qs_f = qs
+    if qds is None:
+        qds, qdds = _second_difference(qs_f, hs)
+    elif qdds is None:
+        qdds = _central(qds, hs)
+    return ts, qs_f, qds, qdds, taus
+
+
+def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
+    """Checked, segmented, resampled, differentiated (and filtered) samples; see the module docstring."""
+    opts = opts or Preprocessing()
+    opts.check()
+    src = data.source
+    notes = list(data.notes)
+    n = len(data.t)
+    if data.q.shape != (n, 3) or data.tau.shape != (n, 3):
+        raise IdentificationError(f"{src}: positions and torques must be (N, 3) like the time (N = {n})")
+    _check_finite(data)
+    if n < opts.min_samples:
+        raise IdentificationError(f"{src}: too few samples: {n} (need at least {opts.min_samples})")
+    _check_efforts(data)
+    plan = plan_time(data.t, opts, data.where, src, notes)
+    idx = plan.idx
+    pick = (lambda a: a) if idx is None else (lambda a: a[idx])
+    q, tau = pick(data.q), pick(data.tau)
+    qd_in = pick(data.qd) if data.qd is not None else None
+    qdd_in = pick(data.qdd) if data.qdd is not None else None
+    out = {k: [] for k in ("t", "q", "qd", "qdd", "tau")}
+    segments, start = [], 0
+    for seg in plan.segments:
+        a, b = seg.a, seg.b
+        arrs = segment_samples(plan, seg, plan.t[a:b], q[a:b], tau[a:b],
+                               qd_in[a:b] if qd_in is not None else None,
+                               qdd_in[a:b] if qdd_in is not None else None)
+        for key, arr in zip(("t", "q", "qd", "qdd", "tau"), arrs):
+            out[key].append(arr)
+        segments.append((start, start + seg.grid))
+        start += seg.grid
+    cat = {k: np.concatenate(v) for k, v in out.items()}
     return Prepared(t=cat["t"], q=cat["q"], qd=cat["qd"], qdd=cat["qdd"], tau=cat["tau"],
-                    segments=segments, dt=h, source=src, notes=notes,
-                    sos=sos if parallel else None, trim=trim, decimate=opts.decimate)
+                    segments=segments, dt=plan.h, source=src, notes=notes,
+                    sos=plan.sos if plan.parallel else None, trim=plan.trim, decimate=opts.decimate)
