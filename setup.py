@@ -93,6 +93,7 @@ setup(
         'xacro',
         'urdf-parser-py',
         'rosbags',
+        'tqdm',                    # progress bars (delta_core/progress.py)
         'ruckig',                  # online jerk-limited setpoints for streamed commands
         'canopen',
         'python-can[multicast]',   # udp_multicast (delta-drive-sim in another process) needs msgpack

@@ -271,3 +271,45 @@ def open_joint_states(path, topic, joint_names) -> JointStateBag:
     if not path.exists():
         raise IdentificationError(f"{path}: file not found")
     return JointStateBag(path, topic, joint_names)
+
+
+def joint_state_cdr(stamps_ns, names, position, effort, velocity=None) -> list:
+    """CDR (little endian) of JointState messages with fixed ``names`` (the inverse of
+    :class:`JointStateDecoder`'s fast path), built with numpy: (n,) stamps in ns, (n, J) arrays.
+
+    >>> raw = joint_state_cdr([1_500_000_000], ["a", "b", "c"], [[1.0, 2.0, 3.0]], [[4.0, 5.0, 6.0]])
+    >>> t, q, e = JointStateDecoder("x", "/js", ["c", "a", "b"]).decode(raw, 0)
+    >>> int(t[0]), q.tolist(), e.tolist()
+    (1500000000, [[3.0, 1.0, 2.0]], [[6.0, 4.0, 5.0]])
+    """
+    stamps_ns = np.asarray(stamps_ns, np.int64)
+    n, J = len(stamps_ns), len(names)
+    position = np.asarray(position, float).reshape(n, J)
+    effort = np.asarray(effort, float).reshape(n, J)
+    velocity = np.zeros((n, 0)) if velocity is None else np.asarray(velocity, float).reshape(n, J)
+
+    def align(b, a):
+        return b + b"\0" * ((-(len(b) - 4)) % a)
+
+    head = bytearray(b"\x00\x01\x00\x00" + b"\0" * 8)       # encapsulation, stamp (filled below)
+    head += struct.pack("<I", 1) + b"\0"                      # frame_id ""
+    head = align(bytes(head), 4) + struct.pack("<I", J)
+    for nm in names:
+        s = nm.encode() + b"\0"
+        head = align(head, 4) + struct.pack("<I", len(s)) + s
+    offsets = []
+    body = head
+    for arr in (position, velocity, effort):
+        body = align(body, 4) + struct.pack("<I", arr.shape[1])
+        if arr.shape[1]:
+            body = align(body, 8)
+        offsets.append(len(body))
+        body += b"\0" * (8 * arr.shape[1])
+    L = len(body)
+    buf = np.tile(np.frombuffer(body, np.uint8), (n, 1))
+    buf[:, 4:8] = (stamps_ns // 1_000_000_000).astype("<i4").view(np.uint8).reshape(n, 4)
+    buf[:, 8:12] = (stamps_ns % 1_000_000_000).astype("<u4").view(np.uint8).reshape(n, 4)
+    for off, arr in zip(offsets, (position, velocity, effort)):
+        if arr.shape[1]:
+            buf[:, off:off + 8 * arr.shape[1]] = np.ascontiguousarray(arr, "<f8").view(np.uint8).reshape(n, -1)
+    return [bytes(row) for row in buf.reshape(n, L)]
