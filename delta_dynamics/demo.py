@@ -1,4 +1,4 @@
-"""The demo behind ``make run`` (``delta-dynamics demo --out out/``), until the ROS nodes exist.
+"""The model demo behind ``make model-demo`` (``delta-dynamics demo --out out/model/``), no ROS.
 
 1. Asadi & Heydari's evaluation circle (r = 250 mm, one turn in 2 pi s, with a 1 s speed ramp
    from rest) through inverse dynamics: joint torques over time, like their Fig. 4, with and
