@@ -8,8 +8,8 @@ here that left the README, fails :func:`test_every_readme_command_has_a_verdict`
   ``.venv`` linked to ours, ``.venv/bin`` on PATH as the README's ``export`` line puts it), each
   block's files made by the commands before it: exit 0.
 * ``HELP``: commands that start a stack, record, or run for minutes: their ``--help`` form
-  runs (the command exists, and argparse accepts every option written before ``--help``:
-  choices and types are checked as they are read), exit 0.
+  runs through the installed entry point (the command exists, and argparse accepts every
+  option written before ``--help``: choices and types are checked as they are read), exit 0.
 * ``ELSEWHERE``: covered by another test or by CI itself, named with the reason.
 * ``NOT_HERE``: needs what a pip install on this machine does not have (a ROS install with
   colcon, ``ros2``, a CAN bus); the reason is given.
@@ -156,27 +156,37 @@ def _env(clone):
 
 
 def test_run_commands_work_as_printed_in_a_fresh_clone(clone):
-    env = _env(clone)
-    export = RUN[0]
-    for cmd in RUN[1:]:
-        res = subprocess.run(["bash", "-c", f"{export} && {cmd}"], cwd=clone, capture_output=True, text=True,
-                             timeout=300, env=env)
-        assert res.returncode == 0, f"{cmd}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}"
-        assert "Traceback" not in res.stderr, res.stderr
+    """One shell, as a user types them: the export line, then each command (set -e)."""
+    script = "set -e\n" + RUN[0] + "\n" + "".join(f"echo '>>> {c}' >&2\n{c}\n" for c in RUN[1:])
+    res = subprocess.run(["bash", "-c", script], cwd=clone, capture_output=True, text=True, timeout=900,
+                         env=_env(clone))
+    ran = [line[4:] for line in res.stderr.splitlines() if line.startswith(">>> ")]
+    assert res.returncode == 0, f"failed: {ran[-1] if ran else RUN[0]}\n{res.stderr[-3000:]}"
+    assert ran == RUN[1:] and "Traceback" not in res.stderr
+    assert (clone / "delta.urdf").read_text().lstrip().startswith("<?xml")
+
+
+def _entry_points():
+    from importlib.metadata import entry_points
+    return {e.name: e for e in entry_points(group="console_scripts") if e.name.startswith("delta-")}
 
 
 @pytest.mark.parametrize("cmd", sorted(HELP))
-def test_long_commands_accept_their_options(clone, cmd):
+def test_long_commands_accept_their_options(cmd, capsys, monkeypatch, tmp_path):
+    """The command's ``--help`` form, in this process (the installed entry point's main):
+    argparse checks every option written before ``--help``."""
     argv = shlex.split(cmd.rstrip("&").strip())
-    if argv[0].startswith(".venv/bin/"):
-        argv[0] = argv[0][len(".venv/bin/"):]
+    name = argv[0].split("/")[-1]
     # --help before --ros-args (what follows it goes to the nodes), else at the end
     k = argv.index("--ros-args") if "--ros-args" in argv else len(argv)
-    argv = [*argv[:k], "--help", *argv[k:]]
-    res = subprocess.run(["bash", "-c", f"{RUN[0]} && {shlex.join(argv)}"], cwd=clone,
-                         capture_output=True, text=True, timeout=120, env=_env(clone))
-    assert res.returncode == 0, f"{cmd} --help\n{res.stderr[-2000:]}"
-    assert "usage:" in res.stdout
+    argv = [*argv[1:k], "--help", *argv[k:]]
+    main = _entry_points()[name].load()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    out = capsys.readouterr()
+    assert e.value.code in (0, None), f"{cmd} --help: {out.err[-2000:]}"
+    assert "usage:" in out.out
 
 
 def test_make_prints_the_path_line():
