@@ -12,7 +12,13 @@ export PYTHONUNBUFFERED := 1
 
 .PHONY: setup test fuzz run model-demo bench clean readme-check readme-figures
 
+# The commands (delta-bringup, delta-ctl, delta-identify, delta-dynamics, ...) live in .venv/bin:
+# `make`, `make setup`, `make run` and `make model-demo` end with the one line that puts them on PATH.
+PATH_LINE := export PATH="$(abspath $(VENV))/bin:$$PATH"
+say_path = @echo 'Next: the commands are in $(VENV)/bin; for this shell:  $(PATH_LINE)'
+
 setup: $(STAMP)
+	$(say_path)
 
 # Re-run pip only when the packaging inputs change (a new top-level package too: the editable
 # install maps the packages it found when it was made).
@@ -41,10 +47,12 @@ readme-figures: $(STAMP)
 # The whole stack on the simulated robot: PD only, nominal and identified feedforward.
 run: $(STAMP)
 	$(VENV)/bin/delta-bringup --demo --out out/
+	$(say_path)
 
 # The model alone (no ROS): inverse dynamics on the demo trajectories, plots in out/model/.
 model-demo: $(STAMP)
 	$(VENV)/bin/delta-dynamics demo --out out/model/
+	$(say_path)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

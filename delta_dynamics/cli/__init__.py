@@ -10,7 +10,7 @@
     delta-dynamics plan pick --robot nt_robot --from X Y Z --to X Y Z --out traj.csv [--cycles N]
     delta-dynamics ik X Y Z          # platform position (m) -> joint angles (carriage positions)
     delta-dynamics fk Q1 Q2 Q3       # joint angles (rad; carriage positions in m) -> platform position
-    delta-dynamics demo --out out/   # what `make run` runs: plots in out/
+    delta-dynamics demo --out out/model/   # what `make model-demo` runs: plots in out/model/
 
 Either kind of Delta (rotary, or linear with carriage positions in m and forces ``f1..f3``
 in N) through :mod:`delta_dynamics.algorithms`; ``simulate --model multibody``, ``reactions``
