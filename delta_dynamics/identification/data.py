@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
+from delta_core.paths import PathError, check_bag_files, check_readable_file
 from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
 from delta_dynamics.limits import MAX_SAMPLES
 
@@ -195,6 +196,10 @@ def _int(v) -> bool:
 # ----------------------------------------------------------------------------- CSV
 
 def _missing(path) -> IdentificationError:
+    try:                       # a symlink loop or a dangling symlink says so (delta_core.paths)
+        check_readable_file(path, "a file")
+    except PathError as e:
+        return IdentificationError(str(e))
     return IdentificationError(f"{path}: file not found")
 
 
@@ -217,7 +222,7 @@ def read_csv(path: str | os.PathLike, max_rows: int = MAX_SAMPLES, effort_column
         raise IdentificationError(f"effort columns must be 'tau' or 'f', got {effort_column!r}")
     reader = _CsvReader(path, max_rows, effort_column)
     try:
-        for first, block in iter_line_blocks(path):
+        for first, block in iter_line_blocks(path, what="a CSV file"):
             reader.add_block(first, block)
     except TextInputError as e:
         raise IdentificationError(str(e)) from None
@@ -358,7 +363,7 @@ def write_csv(path, t, q, tau, qd=None, qdd=None, effort_column: str = "tau") ->
 def is_bag(path) -> bool:
     """True for a rosbag2 directory or a .db3 / .mcap file."""
     p = Path(path)
-    return p.suffix in BAG_SUFFIXES or (p.is_dir() and (p / "metadata.yaml").exists())
+    return p.suffix in BAG_SUFFIXES or (p.is_dir() and os.path.lexists(p / "metadata.yaml"))
 
 
 def _typestore():
@@ -385,6 +390,7 @@ def read_bag(path, joint_names, topic: str = "/joint_states", effort: str = "tor
     if stamp not in ("header", "receive"):
         raise IdentificationError(f"stamp must be 'header' or 'receive', got {stamp!r}")
     try:
+        check_bag_files(path)          # a FIFO or a device among its files: refused, no open blocks
         reader = Reader(path)
         reader.open()
     except Exception as e:  # rosbags raises several types for unreadable bags
