@@ -263,3 +263,51 @@ def test_output_folders(tmp_path):
     assert check_output_file(ro / "r.yaml") == ro / "r.yaml"
     with open_regular(ro / "r.yaml", "a robot file") as f:        # a regular file still opens
         assert f.read(4) == ROBOT_TEXT.encode()[:4]
+
+
+# ----------------------------------------------------------------------------- command lines
+
+# (id, module, arguments ({fifo}: a FIFO in the test's folder), expected text of the error)
+FIFO_COMMANDS = [
+    ("delta-bringup --robot", "delta_bringup.main", ["--robot", "{fifo}"],
+     "--robot: {fifo}: a FIFO (named pipe), not a robot file"),
+    ("delta-bringup --params-file", "delta_bringup.main", ["--params-file", "{fifo}"],
+     "--params-file {fifo}: a FIFO (named pipe), not a ROS 2 parameter file"),
+    ("delta-bringup --demo --out", "delta_bringup.main", ["--demo", "--out", "{fifo}"],
+     "--out {fifo}: is a FIFO (named pipe), not a folder"),
+    ("delta-dynamics ik --robot", "delta_dynamics.cli", ["ik", "0", "0", "-0.8", "--robot", "{fifo}"],
+     "{fifo}: a FIFO (named pipe), not a robot file"),
+    ("delta-dynamics trajectory --robot", "delta_dynamics.cli",
+     ["trajectory", "lissajous", "--robot", "{fifo}", "--out", "{dir}/t.csv"], "{fifo}: a FIFO (named pipe)"),
+    ("delta-dynamics trajectory --out", "delta_dynamics.cli", ["trajectory", "circle", "--out", "{fifo}"],
+     "argument --out: {fifo}: is a FIFO (named pipe); cannot write"),
+    ("delta-description check --robot", "delta_description.cli", ["check", "--robot", "{fifo}"],
+     "{fifo}: a FIFO (named pipe), not a robot file"),
+    ("delta-identify --data", "delta_dynamics.identification.cli",
+     ["--robot", "nt_robot", "--data", "{fifo}", "--no-progress"], "{fifo}: a FIFO (named pipe), not a CSV file"),
+    ("delta-drive-sim --robot", "delta_hardware.canopen.sim_cli", ["--robot", "{fifo}", "--duration", "0.1"],
+     "argument --robot: {fifo}: a FIFO (named pipe), not a robot file"),
+    ("delta-drive-sim --drives-config", "delta_hardware.canopen.sim_cli",
+     ["--drives-config", "{fifo}", "--duration", "0.1"], "{fifo}: a FIFO (named pipe), not a drives config"),
+]
+
+
+@pytest.mark.parametrize("case", FIFO_COMMANDS, ids=[c[0] for c in FIFO_COMMANDS])
+def test_a_fifo_on_the_command_line_is_refused_not_waited_for(tmp_path, case):
+    """The real command as a subprocess; a FIFO used to block it in open() (delta-bringup then
+    ignored Ctrl-C). The refusal comes at once; the timeout only turns a regression into a
+    failure instead of a hung run (on an idle machine each takes about a second)."""
+    import subprocess
+    import sys
+    _, module, args, expect = case
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    fill = lambda s: s.replace("{fifo}", str(fifo)).replace("{dir}", str(tmp_path))  # noqa: E731
+    try:
+        r = subprocess.run([sys.executable, "-m", module, *map(fill, args)], capture_output=True, text=True,
+                           timeout=100, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{module} {' '.join(map(fill, args))}: still waiting after 100 s (blocked on the FIFO)")
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert fill(expect) in r.stderr, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]

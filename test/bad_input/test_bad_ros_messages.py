@@ -19,6 +19,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory,
                                  MultiDOFJointTrajectoryPoint)
 
+from bad_input_harness import SPECIALS
 from ros_helpers import ARMS, SIM_TIME, HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
@@ -249,6 +250,12 @@ RUNTIME_PARAMETERS = [
     ("kp-unstable", "kp", [1e6, 600.0, 600.0], "the largest gain"),
     ("feedforward-unknown", "feedforward", "magic", "feedforward must be one of topic, model, none"),
     ("feedforward-robot-missing", "feedforward_robot", "/no/such/robot.yaml", "robot file not found"),
+    ("feedforward-robot-other-kind", "feedforward_robot", "colombo2020",
+     "colombo2020.yaml) is a prismatic Delta, but the robot driven (nt_robot) is a rotary one"),
+    # special files ({tmp}/<kind>: made by the test, bad_input_harness.SPECIALS): the answer comes
+    # at once (a FIFO blocked the executor: no answer, e-stop and status dead) and names the file
+    *[(f"feedforward-robot-{k}", "feedforward_robot", f"{{tmp}}/{k}.yaml", f"{k}.yaml: {w}")
+      for k, (_, w) in SPECIALS.items()],
     ("control-rate-while-active", "control_rate", 1000.0, "can only change while unconfigured"),
     ("robot-while-active", "robot", "d3s800", "can only change while unconfigured"),
     ("pause-at-negative", "pause_at", -1.0, "pause_at must be >= 0"),
@@ -256,12 +263,18 @@ RUNTIME_PARAMETERS = [
 
 
 @pytest.mark.parametrize("case", RUNTIME_PARAMETERS, ids=[c[0] for c in RUNTIME_PARAMETERS])
-def test_bad_runtime_parameter(robot, case):
+def test_bad_runtime_parameter(robot, case, tmp_path):
     _, name, value, expect = case
+    if isinstance(value, str) and value.startswith("{tmp}/"):
+        kind = value[len("{tmp}/"):-len(".yaml")]
+        value = str(tmp_path / f"{kind}.yaml")
+        SPECIALS[kind][0](tmp_path / f"{kind}.yaml")
     robot.wait_sim(0.05)
     q0 = robot.q.copy()
     res = robot.c.set_parameter("delta_hw_bad", name, value)
     assert not res.successful and expect in res.reason, res.reason
+    status = robot.c.call(robot.status, __import__("std_srvs.srv", fromlist=["Trigger"]).Trigger.Request())
+    assert '"active": true' in status.message, status.message
     _holds_still_and_lives(robot, q0)
 
 
@@ -275,6 +288,9 @@ START_PARAMETERS = [
     ("kd-too-large", "kd:=[5000.0,30.0,30.0]", "the largest gain"),
     ("plant-unknown", "plant:=gazebo", "plant must be one of explicit, multibody, mujoco"),
     ("max-trajectory-points-0", "max_trajectory_points:=0", "max_trajectory_points must be an integer 2"),
+    ("feedforward-robot-other-kind", "feedforward_robot:=colombo2020",
+     "colombo2020.yaml) is a prismatic Delta, but the robot driven (nt_robot) is a rotary one"),
+    ("true-robot-other-kind", "true_robot:=linear_delta_xl", "true_robot: linear_delta_xl ("),
 ]
 
 
