@@ -17,7 +17,7 @@ setup: $(STAMP)
 # Re-run pip only when the packaging inputs change (a new top-level package too: the editable
 # install maps the packages it found when it was made). Then control_msgs (FollowJointTrajectory)
 # is built into the venv unless a ROS install has it (interfaces/README.md: cmake + gcc, about
-# 40 s of CPU the first time, a no-op after).
+# 65 s of CPU the first time, a no-op after).
 $(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-dev.txt $(wildcard */__init__.py) \
           $(wildcard interfaces/*.* interfaces/control_msgs/*.* interfaces/control_msgs/*/*)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -9,7 +9,7 @@ the virtual environment, where no ROS install provides it. Run by ``make setup``
   package skip the build (about 1 s).
 * Needs python3, cmake and a C/C++ compiler; the rosidl / ament generator wheels come from
   ``requirements-build.txt`` (most of rosidl is already in the venv as rclpy's dependencies).
-  The build takes about 40 s of CPU (20-30 s on two idle cores).
+  The build takes about 65 s of CPU time (wall time: see README.md here).
 
 The definitions are our own copies of control_msgs 5.x (ROS 2 Jazzy), field for field, so the
 type hashes (RIHS01) are those of the real package that MoveIt uses: see README.md here and
