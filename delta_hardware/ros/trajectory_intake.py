@@ -197,8 +197,9 @@ class TrajectoryIntake:
     ``submit(source, q, qd, qdd, times, start)`` (the node's) builds, validates and submits a
     plan; ``reject(source, reason)`` reports a refusal. ``limits()`` gives the current
     (max_points, max_duration); ``prefix`` is the robot's joint name prefix; ``now()`` the
-    node's time (a future ``header.stamp`` counts toward max_duration). Messages wait in a queue of ``depth``; when it is full the
-    oldest waiting one is dropped and reported (the newest command wins, as on the topic).
+    node's time (a future ``header.stamp`` counts toward max_duration). Messages wait in a
+    queue of ``depth``; when it is full the oldest waiting one is dropped and reported (the
+    newest command wins, as on the topic).
     """
 
     KINDS = {"joint trajectory": (JOINT_TRAJECTORY, joint_points),
