@@ -12,6 +12,7 @@ field, e.g. ``config/drives/x.yaml: node_ids: must be 3 different node IDs 1..12
 from __future__ import annotations
 
 import difflib
+import errno
 import math
 import os
 import re
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import yaml
 
+from delta_core.paths import PathError, check_readable_file
+from delta_core.text_input import TextInputError, read_text
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.drives.interface import Mode
 from delta_hardware.drives.scaling import AxisScaling
@@ -196,7 +199,9 @@ def _read_yaml(path: Path, chain=()) -> dict:
     if str(path) in chain:
         raise DrivesConfigError(f"{path}: base: circular ({' -> '.join(chain)} -> {path})")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, 1 << 20, "a drives config")     # no open blocks (delta_core.paths)
+    except TextInputError as e:
+        raise DrivesConfigError(str(e)) from None
     except OSError as e:
         raise DrivesConfigError(f"drives config {path}: cannot read it ({e.strerror or e})") from None
     try:
@@ -264,8 +269,11 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
         eds = Path(str(eds))
         if not eds.is_absolute():
             eds = path.parent / eds
-        if not eds.is_file():
-            r.fail("eds", f"file {eds} does not exist")
+        try:
+            check_readable_file(eds, "an EDS file")             # a FIFO, a device, missing: by name
+        except PathError as e:
+            missing = e.errno == errno.ENOENT and not os.path.lexists(eds)
+            r.fail("eds", f"file {eds} does not exist" if missing else str(e))
 
     objects = {}
     for obj_name, addr in (data.get("objects") or {}).items():

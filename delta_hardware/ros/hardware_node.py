@@ -46,7 +46,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint, MultiDOFJ
 
 from delta_core.robot_file import RobotFileError, load_robot
 from delta_core.ros.node_util import strip_prefix
-from delta_dynamics.kinds import joint_units, model_for
+from delta_dynamics.kinds import joint_units, model_for, same_kind_model
 from delta_hardware.control_loop import ControlLoop, LoopConfig, gain_limits
 from delta_hardware.drives import DriveError, make_drives
 from delta_hardware.loop_thread import LoopThread, RealtimeSettings, SimTimeLoopThread
@@ -117,7 +117,8 @@ class HardwareNode(LifecycleNode):
                     check_parameters({**self.params(), "feedforward": p.value})
                     changes["feedforward"] = p.value
                 elif p.name == "feedforward_robot":
-                    changes["model"] = model_for(load_robot(p.value or self.get_parameter("robot").value))
+                    changes["model"] = same_kind_model(p.value or self.get_parameter("robot").value, self.model,
+                                                       "feedforward_robot")
                 else:
                     check_parameters({**self.params(), p.name: p.value})
                     v = np.array([float(x) for x in p.value])
@@ -166,7 +167,7 @@ class HardwareNode(LifecycleNode):
             for name in ("kp", "kd"):
                 self._check_gain(name, np.array(p[name], dtype=float))
             if sim:
-                true = load_robot(p["true_robot"]) if p["true_robot"] else robot
+                true = same_kind_model(p["true_robot"], robot, "true_robot").robot if p["true_robot"] else robot
                 options = dict(true_robot=true, plant=p["plant"], payload=float(p["sim_payload"]),
                                torque_noise=float(p["sim_torque_noise"]),
                                velocity_noise=float(p["sim_velocity_noise"]),
@@ -187,7 +188,7 @@ class HardwareNode(LifecycleNode):
                              max_stall=max_stall, feedforward_timeout=float(p["feedforward_timeout"]))
             self.loop = ControlLoop(self.model, self.drives, cfg)
             if p["feedforward_robot"]:
-                self.loop.reconfigure(model=model_for(load_robot(p["feedforward_robot"])))
+                self.loop.reconfigure(model=same_kind_model(p["feedforward_robot"], self.model, "feedforward_robot"))
         except (RobotFileError, DriveError, ValueError) as e:
             self.get_logger().error(f"configure failed, staying unconfigured: {e}")
             self.event(f"configure failed: {e}", warn=True)
@@ -330,7 +331,7 @@ class HardwareNode(LifecycleNode):
         p = self.params()
         self.intake = TrajectoryIntake(lambda: self.model, self.submit_points, self._reject,
                                        lambda: (int(p["max_trajectory_points"]), float(p["max_trajectory_duration"])),
-                                       prefix=self.prefix)
+                                       prefix=self.prefix, now=self.now)
         subs = [
             self.create_subscription(JointTrajectory, "~/joint_trajectory",
                                      lambda raw: self._on_trajectory("joint trajectory", raw), 10, raw=True),
