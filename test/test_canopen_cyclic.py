@@ -10,8 +10,9 @@ import pytest
 
 from canopen_helpers import Frames, bare_axes, drives_on, sim_on, unique_channel, wait_until
 from delta_core.robot_file import load_robot
-from delta_hardware.canopen import cia402, startup
-from delta_hardware.canopen.cia402 import State
+from delta_hardware import cia402
+from delta_hardware.canopen import startup
+from delta_hardware.cia402 import State
 from delta_hardware.canopen.cyclic import CyclicExchange, hold_targets
 
 ROBOT = load_robot("nt_robot")

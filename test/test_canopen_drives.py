@@ -11,10 +11,10 @@ import pytest
 
 from canopen_helpers import Frames, drives_on, sim_on, unique_channel, wait_until
 from delta_dynamics.model import DeltaModel
-from delta_hardware.canopen import cia402
+from delta_hardware import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.backend import CanopenDriveSet
-from delta_hardware.canopen.cia402 import State
+from delta_hardware.cia402 import State
 from delta_hardware.control_loop import ControlLoop, LoopConfig
 from delta_hardware.loop_thread import LoopThread
 from delta_hardware.drives import DriveError, DriveState, Mode

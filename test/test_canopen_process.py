@@ -24,7 +24,7 @@ from delta_dynamics.kinematics import inverse_kinematics
 from delta_dynamics.model import DeltaModel
 from delta_dynamics.trajectories import pick_place
 from delta_hardware.canopen.backend import CanopenDriveSet
-from delta_hardware.canopen.cia402 import State
+from delta_hardware.cia402 import State
 from delta_hardware.control_loop import ControlLoop, LoopConfig
 from delta_hardware.drives import DriveState
 from delta_hardware.trajectory_plan import build_plan

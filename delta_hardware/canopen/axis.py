@@ -13,7 +13,7 @@ import time
 
 import canopen
 
-from delta_hardware.canopen import cia402
+from delta_hardware import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.drives.interface import DriveError
 

@@ -42,10 +42,11 @@ import time
 import canopen
 
 from delta_core.robot_file import RobotFileError, load_robot
-from delta_hardware.canopen import cia402, startup
+from delta_hardware import cia402
+from delta_hardware.canopen import startup
 from delta_hardware.canopen.axis import Axis
 from delta_hardware.canopen.bus import open_bus
-from delta_hardware.canopen.cia402 import Command, State
+from delta_hardware.cia402 import Command, State
 from delta_hardware.canopen.config import DrivesConfigError, load_drives_config
 from delta_hardware.canopen.cyclic import CyclicExchange, hold_targets
 from delta_hardware.canopen.monitor import Monitor
@@ -131,6 +132,17 @@ class CanopenDriveSet(DriveSet):
         except BaseException:
             self.close()
             raise
+
+    @classmethod
+    def from_parameters(cls, robot, values: dict, rate: float) -> "CanopenDriveSet":
+        """The ``canopen`` bus from its parameter block (:data:`.plugin.BUS`): the SYNC rate is
+        the control rate."""
+        return cls(robot, interface=values["can_interface"], channel=values["can_channel"],
+                   drives_config=values["drives_config"], rate=rate)
+
+    @property
+    def summary(self) -> str:
+        return f"{self.where}, drives config {self.cfg.name}"
 
     # ================================================================== start-up
     def _startup(self):

@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from delta_hardware.canopen.cia402 import Command
+from delta_hardware.cia402 import Command
 
 
 class Ring:

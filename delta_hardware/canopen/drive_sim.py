@@ -49,10 +49,10 @@ import numpy as np
 from canopen import LocalNode
 
 from delta_core.robot_file import load_robot
-from delta_hardware.canopen import cia402
+from delta_hardware import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.bus import open_bus
-from delta_hardware.canopen.cia402 import Command, State
+from delta_hardware.cia402 import Command, State
 from delta_hardware.canopen.config import DrivesConfig, load_drives_config
 from delta_hardware.drives.interface import DriveState, Mode
 from delta_hardware.drives.simulated import SimulatedDriveSet

@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 import time
 
-from delta_hardware.canopen import cia402
-from delta_hardware.canopen.cia402 import State
+from delta_hardware import cia402
+from delta_hardware.cia402 import State
 from delta_hardware.canopen.startup import NMT_OPERATIONAL, nmt_name
 
 

@@ -21,8 +21,8 @@ import time
 
 import canopen
 
-from delta_hardware.canopen import cia402
-from delta_hardware.canopen.cia402 import Command, State
+from delta_hardware import cia402
+from delta_hardware.cia402 import Command, State
 from delta_hardware.canopen.config import interpolation_period_encoding
 from delta_hardware.canopen.pdo_map import map_pdos
 from delta_hardware.drives.interface import DriveError
