@@ -354,7 +354,10 @@ class ControlLoop:
             dt = now - self._last_time if elapsed is None else elapsed
             self.stats.add_period(dt)
         self._last_time = now
-        self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
+        step = min(max(dt, 0.0), self.cfg.max_stall)
+        advanced = self.drives.cycle(step)
+        # the drives did not advance (a CANopen SYNC held back): neither does the trajectory
+        held = advanced is not None and advanced <= 0.0 < step and self._was_controlling
         fb = self.drives.read()
         q, qd = np.array(fb.position), np.array(fb.velocity)
         if fb.state is DriveState.FAULT and not self._estop:
@@ -383,7 +386,12 @@ class ControlLoop:
         if self._was_controlling and dt > 10 * self.period:
             self.late.add(now, dt)
         with self._lock:
-            sp, extra = self._setpoint(now, q, events)
+            if held and self._last_sp is not None:
+                if self._plan is not None:
+                    self._plan.delay(dt)
+                sp, extra = self._last_sp, (self._stream[2] if self._stream is not None else np.zeros(3))
+            else:
+                sp, extra = self._setpoint(now, q, events)
             preview = self._plan.sample(now + self.period) if self._plan is not None else sp
             self._last_sp = sp
         ff = self._feedforward(now, sp, events) + extra

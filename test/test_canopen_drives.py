@@ -297,12 +297,25 @@ def test_commands_never_reach_a_drive_that_is_not_enabled(rig):
         for _ in range(5):
             drives.cycle(DT)
             drives.read()
-        assert wait_until(lambda: len(frames.since(n1)) >= 5 * 7)
+        n2 = frames.mark_sent()
         before = [cob for _, cob, _ in frames.since(n0)[:5 * 7]]
-        after = [cob for _, cob, _ in frames.since(n1)]
+        after = frames.since(n1)[:n2 - n1]
         rpdo = lambda cobs: [c for c in cobs if c & 0x780 in (0x200, 0x300)]  # noqa: E731
-        assert not rpdo(before) and not rpdo(after)                              # no targets sent
-        assert before.count(0x80) == 5 and after.count(0x80) == 5                # only SYNC (+ TPDOs)
+        assert not rpdo(before) and before.count(0x80) == 5                      # disabled: SYNC only (+ TPDOs)
+        # stopped: every RPDO carries the quick stop and nothing that moves, before each SYNC until
+        # the drives' statusword shows that it holds (then nothing more needs to go)
+        cobs = [cob for _, cob, _ in after]
+        assert cobs.count(0x80) == 5
+        assert 0 < len(rpdo(cobs)) <= 2 * 6 and not rpdo(cobs[cobs.index(0x80, cobs.index(0x80) + 2):])
+        assert [ax.quick_stop for ax in drives.axes] == ["confirmed"] * 3
+        for _, cob, data in after:
+            if cob & 0x780 == 0x200:
+                d = sim.drives[cob - 0x201]
+                r1 = _decode(d, 0x1600, data)
+                assert r1["controlword"] == 0x0002 and r1["torque_offset"] == 0
+                assert r1["target_position"] == d.actual["position_actual"]
+            elif cob & 0x780 == 0x300:
+                assert _decode(sim.drives[cob - 0x301], 0x1601, data)["velocity_offset"] == 0
     finally:
         frames.close()
 
@@ -360,8 +373,12 @@ def test_a_stalled_loop_quick_stops_every_drive(rig):
     out = loop.cycle(t, elapsed=drives.max_stall + 0.05)
     assert "control loop stalled for 300 ms (max_stall 250 ms)" in loop.stopped_reason
     assert any(e.startswith("quick stop: control loop stalled") for e in out.events)
-    assert [d.state for d in sim.drives] == [State.QUICK_STOP_ACTIVE] * 3
-    assert [ax.quick_stop for ax in drives.axes] == ["confirmed"] * 3          # by SDO: they answer
+    assert [d.state for d in sim.drives] == [State.QUICK_STOP_ACTIVE] * 3       # by SDO: they answer
+    assert [ax.quick_stop for ax in drives.axes] == ["sent"] * 3
+    for _ in range(2):              # the SYNC that latches the stop on the RPDO, then one whose TPDOs show it
+        t += DT
+        loop.cycle(t)
+    assert [ax.quick_stop for ax in drives.axes] == ["confirmed"] * 3
 
 
 def test_emcy_during_motion_stops_every_axis_with_the_code(rig):

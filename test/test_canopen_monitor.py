@@ -95,7 +95,7 @@ def test_a_silent_drive_is_lost_after_max_stall_in_cycles():
         mon.count_silence(set())                             # it answered: count again from 0
         assert axes[1].silent_cycles == 0 and not faults
         for k in range(mon.silence_limit):
-            assert mon.responsive(axes[1]) is (k < 2)
+            assert mon.responsive(axes[1]) is (k <= mon.tolerance)      # lost frames tolerated (timing.tpdo_misses)
             mon.count_silence({1})
         assert axes[1].lost and faults[1] == "no TPDO for 50 cycles in a row (0.10 s; max_stall 100 ms), node 2"
         assert not mon.resumed(axes[1])

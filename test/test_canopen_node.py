@@ -36,11 +36,13 @@ def _close(client, node):
     assert code == 0, f"hardware node exited with {code}:\n{out[-3000:]}"
 
 
-def _config(tmp_path, base, timeout_ms):
-    """``base`` with a heartbeat consumer time and SDO timeout that a loaded test machine
-    does not miss (the simulated drives share the test process with rclpy)."""
+def _config(tmp_path, base, timeout_ms, max_stall=0.25):
+    """``base`` with a heartbeat consumer time, SDO timeout and max_stall (TPDO silence) that a
+    loaded test machine does not miss (the simulated drives share the test process with
+    rclpy, which can hold them off for a few hundred milliseconds)."""
     p = tmp_path / f"{base}_test.yaml"
-    p.write_text(f"base: {base}\nheartbeat: {{timeout_ms: {timeout_ms}}}\ntiming: {{sdo_timeout: 0.5}}\n")
+    p.write_text(f"base: {base}\nheartbeat: {{timeout_ms: {timeout_ms}}}\n"
+                 f"timing: {{sdo_timeout: 0.5, max_stall: {max_stall}}}\n")
     return p
 
 
@@ -80,7 +82,7 @@ def test_faults_on_the_bus_stop_the_node_until_reset(tmp_path):
     channel = f"239.74.163.2:{43300 + os.getpid() % 1000}"
     sim = SimulatedCia402Drives("nt_robot", "udp_multicast", channel, "generic_cia402")
     node = _node("delta_hw_udp", "-p", "can_interface:=udp_multicast", "-p", f"can_channel:={channel}",
-                 "-p", f"drives_config:={_config(tmp_path, 'generic_cia402', 600)}")
+                 "-p", f"drives_config:={_config(tmp_path, 'generic_cia402', 1500, max_stall=1.0)}")
     client = RosClient("udp_test")
     try:
         hw = HardwareProbe(client, node="delta_hw_udp", joint_states="/delta_hw_udp/joint_states")

@@ -11,9 +11,11 @@ reason per axis stays, except that an EMCY replaces a bare "the drive is in faul
   the ones that arrived meanwhile may not have been read yet;
 * **left NMT operational**: a heartbeat reports another state (a reboot sends boot-up);
 * **in fault**: the statusword (TPDO or SDO) shows fault; the error code comes with it;
-* **silent**: no TPDO answer for ``ceil(max_stall * rate)`` control cycles in a row. Counted
-  in cycles, not seconds, so a master that is itself late does not blame the drives; a silent
-  drive is marked ``lost`` (its quick stop then rides on the RPDO, see :mod:`.cyclic`).
+* **silent**: no TPDO answer for ``ceil(max_stall * rate)`` control cycles in a row (the drives
+  cannot run longer on their last targets: the exchange waits for a drive that owes TPDOs for
+  more than ``timing.tpdo_misses`` cycles, :mod:`.cyclic`). Counted in cycles, not seconds, so
+  a master that is itself late does not blame the drives; a silent drive is marked ``lost``.
+  Single lost frames are not: the last values are held and counted (:mod:`.cyclic`).
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ class Monitor:
         self.consumer_time = cfg.heartbeat_timeout
         self.max_stall = cfg.max_stall
         self.silence_limit = max(2, int(math.ceil(cfg.max_stall * self.rate - 1e-9)))
+        self.tolerance = cfg.tpdo_misses
         self.active = False
         self.emcy_log: list = []                  # (axis, code, register, monotonic time)
         self.resumed_at = -math.inf                # end of the master's last stall > max_stall
@@ -98,8 +101,9 @@ class Monitor:
 
     # ------------------------------------------------------------------ any thread
     def responsive(self, ax) -> bool:
-        """Whether ``ax`` answers: not lost, and its TPDOs came within the last cycle."""
-        return not ax.lost and ax.silent_cycles <= 1
+        """Whether ``ax`` answers: not lost, and its TPDOs missing for no more cycles in a row
+        than the lost frames tolerated (``timing.tpdo_misses``)."""
+        return not ax.lost and ax.silent_cycles <= max(self.tolerance, 1)
 
     def resumed(self, ax) -> bool:
         """Whether the lost drive ``ax`` showed life again (a heartbeat or a TPDO since)."""
