@@ -551,9 +551,9 @@ class CanopenDriveSet(DriveSet):
 
     def cycle(self, dt: float) -> float:
         """Begin a control cycle: the receiver checked, the stop command (if one is latched) on
-        the RPDOs of every drive not yet seen to hold it, then SYNC, unless a drive (not lost)
-        has owed TPDOs for more than ``timing.tpdo_misses`` cycles. Returns ``dt`` when SYNC
-        went out, 0 when it was held back (the drives did not advance)."""
+        the RPDOs of every drive not yet seen to hold it, then SYNC, unless the drives run on
+        targets and one (not lost) has owed TPDOs for more than ``timing.tpdo_misses`` cycles.
+        Returns ``dt`` when SYNC went out, 0 when it was held back (the drives did not advance)."""
         if self._closed:
             return 0.0
         now = time.monotonic()
@@ -567,7 +567,7 @@ class CanopenDriveSet(DriveSet):
                 for ax in self.axes:
                     if ax.rpdo_pending:
                         self._send(lambda ax=ax: self.cyclic.transmit_command(ax, cmd, self._held(ax)))
-            sent = self._send(lambda: self.cyclic.sync(now))
+            sent = self._send(lambda: self.cyclic.sync(now, wait_for_answers=self._running))
             if sent:
                 for ax in self.axes:
                     if ax.rpdo_pending and ax.stop_latch is None:

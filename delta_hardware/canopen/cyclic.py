@@ -20,12 +20,16 @@ A drive that owes TPDOs for more cycles than that is behind or gone, and while t
 on targets :meth:`CyclicExchange.sync` then sends no new SYNC (the cycle is *withheld*):
 simulated drives on a busy host, or a drive process paused, would otherwise find a backlog of
 SYNCs in their receive queue, each one an interpolation period to run under their last
-targets, so such a drive slows the exchange instead of running ahead of its master. A withheld
-cycle advances nothing: ``cycle()`` tells the loop so, and the loop's trajectory waits too
+targets, so such a drive slows the exchange instead of running ahead of its master. But a
+drive that is alive (its heartbeat came after the SYNC it owes was sent) and still silent did
+not get that SYNC (a frame lost on the way to it): it gets a new one (``stats["resynced"]``).
+A withheld cycle advances nothing: ``cycle()`` tells the loop so, and the loop's trajectory waits too
 (no jump of the position target when SYNC resumes). A drive silent for ``max_stall`` is
 declared lost by :mod:`.monitor` (a fault: every axis is stopped) and no longer waited for.
-The same holds while the drives are stopped or disabled: a slow drive's queue never fills
-with SYNCs (nor its answers to SDO wait behind them).
+While the drives are stopped or disabled SYNC goes out every cycle: the feedback keeps coming
+(a quick stop ramp, a drive's return) and the stop command on the RPDOs is latched (the
+backend sends that only until each drive's statusword shows it holds, so a stopped bus
+carries SYNC and TPDOs alone).
 
 **State commands on the RPDO.** A synchronous RPDO received before a SYNC is latched at that
 SYNC whatever the master decided meanwhile: a controlword *enable operation* (0x000F) in
@@ -97,7 +101,7 @@ class CyclicExchange:
         self.lock = lock
         self.tpdo_timeout = tpdo_timeout
         self.tolerance = int(tolerance)
-        self.stats = {"syncs": 0, "late": 0, "withheld": 0, "rpdo_frames": 0,
+        self.stats = {"syncs": 0, "late": 0, "withheld": 0, "resynced": 0, "rpdo_frames": 0,
                       "sync_period": Ring(), "latency": Ring()}
         self.recorder = None
         self.sync_time = 0.0
@@ -209,13 +213,18 @@ class CyclicExchange:
             self._got = set()
 
     def sync(self, now: float, wait_for_answers: bool = True) -> bool:
-        """Send SYNC; but with ``wait_for_answers`` (the backend's way) not while a drive that
-        is not lost has owed TPDOs for more than ``tolerance`` cycles in a row: then the cycle
-        is withheld (returns False). Raises python-can's errors."""
+        """Send SYNC; but with ``wait_for_answers`` (the drives run on targets) not while a
+        drive that is not lost has owed TPDOs for more than ``tolerance`` cycles in a row,
+        unless its heartbeat came after the last SYNC was sent: then the cycle is withheld
+        (returns False). Raises python-can's errors."""
         with self.lock:
-            if wait_for_answers and any(self.axes[i].silent_cycles > self.tolerance for i in self._missing()):
-                self.stats["withheld"] += 1
-                return False
+            behind = [self.axes[i] for i in self._missing() if self.axes[i].silent_cycles > self.tolerance]
+            if wait_for_answers and behind:
+                if all(ax.hb_time is not None and ax.hb_time > self.sync_time for ax in behind):
+                    self.stats["resynced"] += 1         # alive, but that SYNC never reached it
+                else:
+                    self.stats["withheld"] += 1
+                    return False
             self._got = set()
             self._counted = False
             self._expected = {(ax.index, p.slot) for ax in self.axes if not ax.lost for p in ax.tpdos}

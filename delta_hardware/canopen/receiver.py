@@ -33,6 +33,7 @@ class ReceiverWatch(can.Listener):
         self.restarts = 0
         self._reported = 0                   # errors already turned into a fault
         self._thread = None
+        self._network = None
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ can.Listener
@@ -48,6 +49,10 @@ class ReceiverWatch(can.Listener):
             self.errors += 1
             self.last_error = text
             self.last_error_time = time.monotonic()
+        # python-can keeps the exception on the notifier even when handled, and canopen's
+        # send_message raises it from then on (Network.check): every SYNC, RPDO and SDO would
+        # fail. Handled, it is forgotten; the backend faults on the count instead.
+        self.clear_exception(self._network)
 
     def stop(self) -> None:
         pass
@@ -55,15 +60,22 @@ class ReceiverWatch(can.Listener):
     # ------------------------------------------------------------------ the network
     def attach(self, network) -> None:
         network.listeners.append(self)
+        self._network = network
 
     def connected(self, threads_before) -> None:
-        """Remember the receive thread the notifier just started (the new ``can.notifier``
-        thread; ``threads_before``: ``threading.enumerate()`` before ``connect()``)."""
-        new = [t for t in threading.enumerate() if t not in threads_before and t.name.startswith("can.notifier")]
+        """Remember the receive thread the notifier just started (the thread that was not
+        there before; ``threads_before``: ``threading.enumerate()`` before ``connect()``;
+        python-can names it ``Notifier for bus ...``)."""
+        new = [t for t in threading.enumerate() if t not in threads_before]
+        new.sort(key=lambda t: "otifier" not in t.name)
         self._thread = new[0] if new else None
 
     @property
     def alive(self) -> bool:
+        """Whether the receive thread runs (its notifier not stopped, its thread alive)."""
+        notifier = self._network.notifier if self._network is not None else None
+        if notifier is not None and notifier.stopped:
+            return False
         return self._thread is None or self._thread.is_alive()
 
     def check(self) -> str | None:
@@ -72,7 +84,7 @@ class ReceiverWatch(can.Listener):
         with self._lock:
             new = self.errors - self._reported
             self._reported = self.errors
-            last = self.last_error
+            last = self.last_error.split(" (")[0]
         if not self.alive:
             return f"the CAN receiver on {self.where} stopped: nothing from the drives comes in"
         if new:
@@ -100,6 +112,7 @@ class ReceiverWatch(can.Listener):
 
     def clear_exception(self, network) -> None:
         """Forget the exception python-can keeps of handled errors, so that ``network.check()``
-        (and ``disconnect()``) do not report a receiver that is running as stopped."""
-        if network.notifier is not None and self.alive:
+        (called by every ``send_message`` and by ``disconnect()``) does not report a receiver
+        that is running as stopped."""
+        if network is not None and network.notifier is not None and self.alive:
             network.notifier.exception = None
