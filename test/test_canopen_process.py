@@ -87,7 +87,8 @@ def _enabled_time(out):
 
 
 def test_the_readme_example_runs_a_pick_and_place_cycle(tmp_path):
-    rig = _Rig(tmp_path, 0, timing="{max_stall: 1.0, tpdo_timeout: 0.5}", simulation="{sync_timeout: 10}")
+    rig = _Rig(tmp_path, 0, timing="{max_stall: 1.0, tpdo_timeout: 0.5, sdo_timeout: 1.0, startup_timeout: 5.0}",
+               simulation="{sync_timeout: 10}")
     try:
         rig.loop.activate()
         now = rig.drives.bus_time
@@ -117,7 +118,8 @@ def test_a_frozen_drive_set_is_quick_stopped_when_it_resumes(tmp_path):
     last torque: at most ``timing.tpdo_misses`` SYNCs (lost frames tolerated) piled up for
     them while they were silent, and the quick stop rides on their RPDO before every SYNC
     until their statusword shows it. Counted in SYNCs, so a busy host changes nothing."""
-    rig = _Rig(tmp_path, 1, mode="torque", timing="{max_stall: 0.5, tpdo_timeout: 0.05}",
+    rig = _Rig(tmp_path, 1, mode="torque", timing="{max_stall: 0.5, tpdo_timeout: 0.05, sdo_timeout: 1.0, "
+                                               "startup_timeout: 5.0}",
                simulation="{sync_timeout: 10}")
     sim, drives, loop = rig.sim, rig.drives, rig.loop
     stopped = False

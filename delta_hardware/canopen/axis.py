@@ -59,7 +59,8 @@ class Axis:
         self.hb_time = None                   # monotonic time of the last heartbeat
         self.hb_state = None                  # the NMT state it reported
         self.silent_cycles = 0                # control cycles in a row without this axis' TPDOs
-        self.lost = False                     # silent (TPDOs or heartbeat) since `lost_time`
+        self.lost = False                     # gone (TPDOs or heartbeat) since `lost_time`: not waited for
+        self.silent = False                   # its TPDOs or an SDO answer stopped (not worth an SDO)
         self.lost_time = None
         self.answered_time = None             # monotonic time of its last TPDO
         self.tpdo_missed = 0                  # TPDO frames that did not answer their SYNC (held values)
@@ -74,6 +75,9 @@ class Axis:
         self.stop_latch = None                # monotonic time of the first SYNC after the command was (re)sent
         self.stop_resent = 0                  # times the drive was found out of the commanded state
         self.sdo_lock = threading.RLock()     # one SDO transfer to this drive at a time
+        #: called with each controlword before it is written by SDO (the backend mirrors it on
+        #: the RPDO while it steps the drive, so that RPDO data in flight cannot contradict it)
+        self.before_controlword = None
 
     @property
     def label(self) -> str:
@@ -141,6 +145,9 @@ class Axis:
         return cia402.decode_statusword(sw)
 
     def write_controlword(self, value: int) -> None:
+        """The controlword by SDO (a step of :mod:`delta_hardware.cia402.master`)."""
+        if self.before_controlword is not None:
+            self.before_controlword(value)
         self.write("controlword", value)
 
     def error_text(self) -> str:

@@ -271,8 +271,9 @@ class CanopenDriveSet(DriveSet):
 
     # ================================================================== DriveSet: state changes
     def enable(self) -> None:
-        """Every drive to operation enabled by SDO, confirmed, holding where it is; then the
-        RPDOs carry targets. A stop decided meanwhile wins (DriveError)."""
+        """Every drive to operation enabled by SDO, confirmed, holding where it is (each step
+        mirrored on its RPDO); then the RPDOs carry targets. A stop decided meanwhile wins
+        (DriveError)."""
         self._check_receiver()
         self.monitor.check()
         with self._fb:
@@ -281,12 +282,8 @@ class CanopenDriveSet(DriveSet):
             k = min(faults)
             raise DriveError(f"cannot enable: {self.axes[k].label} is in fault: {faults[k]}; reset first")
         with self._lock:
-            self._rpdo = None                            # nothing on the RPDOs while the drives are stepped
+            self._rpdo = None                            # the RPDOs carry only the steps below
             epoch = self._stop_epoch
-            syncs = self.cyclic.stats["syncs"]
-        if self._last_cycle is not None and time.monotonic() - self._last_cycle < 0.1 + 5 * self.period:
-            # the loop is cycling: let its next SYNC latch what was in flight (a stop), before the steps
-            self.cyclic.wait_sync(syncs, 0.2 + 10 * self.period)
         with self._sdo_lock:
             hold = []
             for ax in self.axes:
@@ -302,7 +299,14 @@ class CanopenDriveSet(DriveSet):
             done = []
             try:
                 for ax in self.axes:
-                    cia402.drive_to(ax, State.OPERATION_ENABLED, self.cfg.state_timeout)
+                    # each step's controlword on the RPDO first: whatever a SYNC latches meanwhile
+                    # (a stop sent before, still in flight) repeats the step, never undoes it
+                    ax.before_controlword = lambda cw, ax=ax: self._send(
+                        lambda: self.cyclic.transmit_command(ax, cw, self._held(ax)), fault=False)
+                    try:
+                        cia402.drive_to(ax, State.OPERATION_ENABLED, self.cfg.state_timeout)
+                    finally:
+                        ax.before_controlword = None
                     done.append(ax)
             except DriveError as e:
                 self._rpdo = Command.DISABLE_VOLTAGE
@@ -359,12 +363,12 @@ class CanopenDriveSet(DriveSet):
     def quick_stop(self, reason: str = "") -> None:
         """Quick stop (controlword 0x0002) of every axis, latched until :meth:`reset` /
         :meth:`enable`: on every RPDO from now on (see the module docstring), and by SDO to
-        every drive that answers, healthy drives first. Returns without waiting for a drive
-        that does not answer."""
+        every drive not found silent, the ones whose TPDOs come first (one that does not
+        answer costs its SDO timeout once, and is then found silent)."""
         newly = self._decide(Command.QUICK_STOP, reason or "quick stop")
         for ax in sorted(newly, key=lambda a: not self.monitor.responsive(a)):
-            if not self.monitor.responsive(ax) or ax.cia_state not in (State.OPERATION_ENABLED, None):
-                continue
+            if ax.silent or ax.cia_state not in (State.OPERATION_ENABLED, None):
+                continue                                 # found silent: its stop rides on the RPDO
             try:
                 ax.write("controlword", Command.QUICK_STOP.value)
             except DriveError as e:
@@ -411,28 +415,39 @@ class CanopenDriveSet(DriveSet):
                     pass
 
     def disable(self) -> None:
-        """Disable voltage to every drive, confirmed: on every RPDO from now on, and by SDO to
-        every drive, also one marked lost, with the statusword read back until it reports
-        switch on disabled (or fault), all drives at once. Raises :class:`DriveError` naming
-        every drive that did not answer or stays powered."""
+        """Disable voltage to every drive, confirmed: by SDO to every drive, also one marked
+        lost, with the statusword read back until it reports switch on disabled (or fault),
+        all drives at once (a drive that does not answer is asked again until
+        ``timing.state_timeout`` + 3 SDO timeouts have passed); and on the RPDOs, with one SYNC
+        after the SDOs that latches it (the path that needs no SDO answer, e.g. when the loop
+        that sent SYNC is gone). Raises :class:`DriveError` naming every drive that did not
+        answer or stays powered."""
         self._decide(Command.DISABLE_VOLTAGE)
         if self.network is None:
             raise DriveError(f"disable: the bus {self.where} is closed; the drives' state is unknown")
         self._check_receiver()                            # a dead receiver: restarted, to hear the answers
         results: dict = {}
+        deadline = time.monotonic() + self.cfg.state_timeout + 3 * self.cfg.sdo_timeout
 
         def one(ax):
-            try:
-                results[ax.index] = cia402.disable(ax, self.cfg.state_timeout)
-            except DriveError as e:
-                results[ax.index] = e
+            while True:
+                try:
+                    results[ax.index] = cia402.disable(ax, max(deadline - time.monotonic(), 0.0))
+                    return
+                except DriveError as e:
+                    results[ax.index] = e
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(0.01)
 
         threads = [threading.Thread(target=one, args=(ax,), daemon=True, name=f"disable_{ax.node_id}")
                    for ax in self.axes]
         for t in threads:
             t.start()
         for t in threads:
-            t.join(self.cfg.state_timeout + 4 * self.cfg.sdo_timeout + 1.0)
+            t.join(self.cfg.state_timeout + 6 * self.cfg.sdo_timeout + 1.0)
+        with self._lock:                                  # the RPDO path, for a drive the SDOs did not reach
+            self._send(lambda: self.cyclic.sync(time.monotonic(), wait_for_answers=False), fault=False)
         problems = []
         for ax in self.axes:
             r = results.get(ax.index)
@@ -551,9 +566,9 @@ class CanopenDriveSet(DriveSet):
 
     def cycle(self, dt: float) -> float:
         """Begin a control cycle: the receiver checked, the stop command (if one is latched) on
-        the RPDOs of every drive not yet seen to hold it, then SYNC, unless the drives run on
-        targets and one (not lost) has owed TPDOs for more than ``timing.tpdo_misses`` cycles.
-        Returns ``dt`` when SYNC went out, 0 when it was held back (the drives did not advance)."""
+        the RPDOs of every drive not yet seen to hold it, then SYNC, unless a drive (not lost)
+        has owed TPDOs for more than ``timing.tpdo_misses`` cycles. Returns ``dt`` when SYNC
+        went out, 0 when it was held back (the drives did not advance)."""
         if self._closed:
             return 0.0
         now = time.monotonic()
@@ -567,7 +582,7 @@ class CanopenDriveSet(DriveSet):
                 for ax in self.axes:
                     if ax.rpdo_pending:
                         self._send(lambda ax=ax: self.cyclic.transmit_command(ax, cmd, self._held(ax)))
-            sent = self._send(lambda: self.cyclic.sync(now, wait_for_answers=self._running))
+            sent = self._send(lambda: self.cyclic.sync(now))
             if sent:
                 for ax in self.axes:
                     if ax.rpdo_pending and ax.stop_latch is None:

@@ -26,10 +26,11 @@ not get that SYNC (a frame lost on the way to it): it gets a new one (``stats["r
 A withheld cycle advances nothing: ``cycle()`` tells the loop so, and the loop's trajectory waits too
 (no jump of the position target when SYNC resumes). A drive silent for ``max_stall`` is
 declared lost by :mod:`.monitor` (a fault: every axis is stopped) and no longer waited for.
-While the drives are stopped or disabled SYNC goes out every cycle: the feedback keeps coming
-(a quick stop ramp, a drive's return) and the stop command on the RPDOs is latched (the
-backend sends that only until each drive's statusword shows it holds, so a stopped bus
-carries SYNC and TPDOs alone).
+The same holds while the drives are stopped or disabled: a slow drive's queue never fills with
+SYNCs, nor do its answers to SDO (a fault reset, the disable at exit) wait behind them; the
+feedback of the others keeps coming, and a drive found lost is not waited for. (The backend
+sends the stop command on the RPDOs only until each drive's statusword shows that it holds,
+so a stopped bus carries SYNC and TPDOs alone.)
 
 **State commands on the RPDO.** A synchronous RPDO received before a SYNC is latched at that
 SYNC whatever the master decided meanwhile: a controlword *enable operation* (0x000F) in
@@ -175,11 +176,12 @@ class CyclicExchange:
         self._latched = [dict(c) for c in commands]
         return len(frames)
 
-    def transmit_command(self, ax, command: Command, position: int | None) -> None:
-        """The RPDOs of ``ax`` with the controlword of ``command`` (quick stop 0x0002, disable
-        voltage 0x0000), zero torque and velocity targets and offsets and the position target
-        ``position`` (increments: the drive's actual position)."""
-        c = dict(hold_targets(position), controlword=command.value)
+    def transmit_command(self, ax, command, position: int | None) -> None:
+        """The RPDOs of ``ax`` with the controlword of ``command`` (a :class:`Command`: quick
+        stop 0x0002, disable voltage 0x0000; or a controlword value), zero torque and velocity
+        targets and offsets and the position target ``position`` (increments: the drive's
+        actual position)."""
+        c = dict(hold_targets(position), controlword=getattr(command, "value", command))
         for p in ax.rpdos:
             self.network.send_message(p.cob_id, p.pack(c))
         self.stats["rpdo_frames"] += len(ax.rpdos)
@@ -213,10 +215,10 @@ class CyclicExchange:
             self._got = set()
 
     def sync(self, now: float, wait_for_answers: bool = True) -> bool:
-        """Send SYNC; but with ``wait_for_answers`` (the drives run on targets) not while a
-        drive that is not lost has owed TPDOs for more than ``tolerance`` cycles in a row,
-        unless its heartbeat came after the last SYNC was sent: then the cycle is withheld
-        (returns False). Raises python-can's errors."""
+        """Send SYNC; but with ``wait_for_answers`` (the backend's way) not while a drive that
+        is not lost has owed TPDOs for more than ``tolerance`` cycles in a row, unless its
+        heartbeat came after the last SYNC was sent: then the cycle is withheld (returns
+        False). Raises python-can's errors."""
         with self.lock:
             behind = [self.axes[i] for i in self._missing() if self.axes[i].silent_cycles > self.tolerance]
             if wait_for_answers and behind:
@@ -242,16 +244,6 @@ class CyclicExchange:
         self.stats["syncs"] += 1
         if self.recorder is not None:
             self.recorder("sync", now, latched)
-        return True
-
-    def wait_sync(self, count: int, timeout: float) -> bool:
-        """Wait (up to ``timeout`` s) until more than ``count`` SYNCs were sent (by the control
-        loop's thread); True if one was."""
-        deadline = time.monotonic() + timeout
-        while self.stats["syncs"] <= count:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.001)
         return True
 
     def wait(self, timeout: float | None = None) -> bool:

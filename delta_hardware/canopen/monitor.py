@@ -5,7 +5,8 @@ stopped answering the SYNC.
 Each finding puts a reason text under the axis in the backend's fault table (the first
 reason per axis stays, except that an EMCY replaces a bare "the drive is in fault"):
 
-* **heartbeat lost**: none for longer than the consumer time ``heartbeat.timeout_ms``. The
+* **heartbeat lost**: none for longer than the consumer time ``heartbeat.timeout_ms`` (the
+  drive is marked ``lost``: the exchange no longer waits for its TPDOs). The
   master's own stalls do not count: after a control cycle that came more than ``max_stall``
   late (the loop quick-stops for that itself), heartbeats are judged from that cycle on, since
   the ones that arrived meanwhile may not have been read yet;
@@ -94,16 +95,20 @@ class Monitor:
                         f"max_stall {self.max_stall * 1e3:.0f} ms), node {ax.node_id}"))
 
     @staticmethod
-    def mark_lost(ax) -> None:
+    def mark_lost(ax, silent: bool = True) -> None:
+        """``ax`` is gone: the exchange no longer waits for its TPDOs. ``silent``: its TPDOs
+        (or an SDO answer) stopped, so an SDO to it would only wait for its timeout."""
         if not ax.lost:
             ax.lost = True
             ax.lost_time = time.monotonic()
+        ax.silent = ax.silent or silent
 
     # ------------------------------------------------------------------ any thread
     def responsive(self, ax) -> bool:
-        """Whether ``ax`` answers: not lost, and its TPDOs missing for no more cycles in a row
-        than the lost frames tolerated (``timing.tpdo_misses``)."""
-        return not ax.lost and ax.silent_cycles <= max(self.tolerance, 1)
+        """Whether ``ax`` answers (worth an SDO now): not found silent, and its TPDOs missing
+        for no more cycles in a row than the lost frames tolerated (``timing.tpdo_misses``).
+        A drive whose heartbeat alone is lost may still answer."""
+        return not ax.silent and ax.silent_cycles <= max(self.tolerance, 1)
 
     def resumed(self, ax) -> bool:
         """Whether the lost drive ``ax`` showed life again (a heartbeat or a TPDO since)."""
@@ -130,6 +135,7 @@ class Monitor:
                     age = "ever" if ax.hb_time is None else f"{now - ax.hb_time:.2f} s"
                     self.faults[ax.index] = (f"heartbeat lost: none for {age} "
                                              f"(consumer time {self.consumer_time * 1e3:.0f} ms), node {ax.node_id}")
+                    self.mark_lost(ax, silent=False)    # gone: SYNC no longer waits for it
                 elif ax.hb_state != NMT_OPERATIONAL:
                     self.faults[ax.index] = (f"the drive left NMT operational (heartbeat reports "
                                              f"{nmt_name(ax.hb_state)}), node {ax.node_id}")
@@ -146,5 +152,5 @@ class Monitor:
         with self.lock:
             self.faults.pop(ax.index, None)
             ax.silent_cycles = 0
-            ax.lost = False
+            ax.lost = ax.silent = False
             ax.lost_time = None

@@ -82,12 +82,14 @@ POWER_OFF = (State.SWITCH_ON_DISABLED, State.NOT_READY_TO_SWITCH_ON, State.FAULT
 def disable(axis, timeout: float) -> State:
     """Disable voltage (controlword 0x0000: transitions 7, 9, 10, 12), confirmed by the drive.
 
-    Reads the state back and writes disable voltage until the drive reports a state of
-    :data:`POWER_OFF` (a fault reaction in progress is waited for); returns that state.
+    Writes disable voltage (whatever the state), then reads the state back, writing it again,
+    until the drive reports a state of :data:`POWER_OFF` (a fault reaction in progress is
+    waited for); returns that state.
     Raises :class:`DriveError` naming the axis if it does not answer (the handle's error) or
     still reports a powered state after ``timeout`` s.
     """
     deadline = time.monotonic() + timeout
+    axis.write_controlword(Command.DISABLE_VOLTAGE.value)     # given in any state (a no-op where it is off)
     while True:
         st = axis.read_state()
         if st in POWER_OFF:

@@ -194,6 +194,7 @@ class EmulatedDrive:
         self.following_error = False
         self.log: list = []                          # (monotonic time, sync count, from, to, transition, source)
         self.cw_log: list = []                       # (monotonic time, sync count, controlword, source)
+        self.sdo_log: list = []                      # (monotonic time, "read" | "write", index, sub-index)
         # fault injection
         self.heartbeat_on = True
         self.muted = False
@@ -372,11 +373,13 @@ class EmulatedDrive:
         return e
 
     def read(self, index, sub) -> bytes:
+        self.sdo_log.append((time.monotonic(), "read", index, sub))
         e = self._entry(index, sub)
         self._refresh_inputs()
         return e.encode()
 
     def write(self, index, sub, data: bytes, source: str):
+        self.sdo_log.append((time.monotonic(), "write", index, sub))
         e = self._entry(index, sub)
         if e.access in (RO, CONST):
             raise SdoAbort(ABORT_WRITE_READ_ONLY)
