@@ -226,12 +226,18 @@ class CanopenDriveSet(DriveSet):
     def lockstep(self) -> None:
         """Run in simulated time with simulated drives (``delta-drive-sim``): every read waits
         for the answers to its SYNC, and a drive counts as lost (heartbeat consumer time) only
-        after ``LOCKSTEP_SILENCE`` s of silence: a starved simulator process slows the
-        simulation, a dead one is still found. Real drives never run this way."""
+        after ``LOCKSTEP_SILENCE`` s of silence, an SDO answer is waited for half that and a
+        state change that long: a starved simulator process slows the simulation, a dead one is
+        still found. Real drives never run this way."""
         if not self.simulated:
             raise DriveError("lockstep (simulated time) needs simulated drives (delta-drive-sim)")
         self.tpdo_timeout = self.cyclic.tpdo_timeout = self.LOCKSTEP_SILENCE
         self.monitor.consumer_time = max(self.monitor.consumer_time, self.LOCKSTEP_SILENCE)
+        # a starved simulator answers SDO late too (reset, enable, disable): not a lost drive
+        self.cfg.sdo_timeout = max(self.cfg.sdo_timeout, self.LOCKSTEP_SILENCE / 2)
+        self.cfg.state_timeout = max(self.cfg.state_timeout, self.LOCKSTEP_SILENCE)
+        for ax in self.axes:
+            ax.node.sdo.RESPONSE_TIMEOUT = self.cfg.sdo_timeout
 
     @property
     def bus_time(self) -> float:
