@@ -62,7 +62,6 @@ class Axis:
         self.lost = False                     # gone (TPDOs or heartbeat) since `lost_time`: not waited for
         self.silent = False                   # its TPDOs or an SDO answer stopped (not worth an SDO)
         self.lost_time = None
-        self.answered_time = None             # monotonic time of its last TPDO
         self.tpdo_missed = 0                  # TPDO frames that did not answer their SYNC (held values)
         self.tpdo_missed_time = None          # monotonic time of the last one
         #: quick stop of this axis: None (none due), "sent" (decided: on every RPDO, and by SDO

@@ -123,7 +123,6 @@ class CanopenDriveSet(DriveSet):
         self._rpdo = None                       # what every RPDO carries: TARGETS, a Command, or None (nothing)
         self._stop_epoch = 0                    # stops and disables so far (an enable in progress loses to them)
         self._disabled = False                  # the last disable() confirmed every drive, and nothing since
-        self._last_cycle = None                 # monotonic time of the last cycle()
         self._started = False
         self._closed = False
         self.close_error = ""
@@ -578,7 +577,6 @@ class CanopenDriveSet(DriveSet):
         if self._closed:
             return 0.0
         now = time.monotonic()
-        self._last_cycle = now
         self._check_receiver()
         self.monitor.loop_cycle(now)
         self.monitor.count_silence(self.cyclic.begin_cycle(now))

@@ -147,7 +147,6 @@ class CyclicExchange:
                         continue                       # older than an SDO read of the statusword
                     ax.stamp = stamp
                 ax.values[name] = v
-            ax.answered_time = now
             if self.recorder is not None:
                 self.recorder("tpdo", now, (ax.index, values))
             key = (ax.index, p.slot)

@@ -110,13 +110,6 @@ class Monitor:
         A drive whose heartbeat alone is lost may still answer."""
         return not ax.silent and ax.silent_cycles <= max(self.tolerance, 1)
 
-    def resumed(self, ax) -> bool:
-        """Whether the lost drive ``ax`` showed life again (a heartbeat or a TPDO since)."""
-        if not ax.lost:
-            return False
-        t = ax.lost_time
-        return (ax.hb_time is not None and ax.hb_time > t) or (ax.answered_time is not None and ax.answered_time > t)
-
     def heartbeat_age(self, ax, now: float) -> float:
         """Seconds without a heartbeat from ``ax``, not counting the master's own long stalls."""
         return now - max(ax.hb_time, self.resumed_at)
