@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from delta_core.robot_file import RobotParameters, load_robot
+from delta_core.robot_file import RobotFileError, RobotParameters, load_robot
 from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
 from delta_dynamics.kinds import model_for
 from delta_dynamics.plant import PLANTS, Plant, make_plant
@@ -100,7 +100,7 @@ class SimulatedDriveSet(DriveSet):
         ``true_robot`` file is loaded here, at the edge."""
         try:
             true = load_robot(values["true_robot"]) if values["true_robot"] else robot
-        except Exception as e:                               # RobotFileError and the file checks
+        except (RobotFileError, OSError, ValueError) as e:
             raise DriveError(f"true_robot: {e}") from None
         return cls(robot, true_robot=true, plant=values["plant"], payload=float(values["sim_payload"]),
                    torque_noise=float(values["sim_torque_noise"]), velocity_noise=float(values["sim_velocity_noise"]),
