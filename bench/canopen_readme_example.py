@@ -91,7 +91,7 @@ def client(fault: str, sim_pid: int, timeout: float = 180.0) -> dict:
         idx = np.arange(10, len(tr.t), 10)
         n0 = send(tr.t[idx], q[idx], qd[idx], qdd[idx])
         spin_until(lambda: after(n0, "accepted", "rejected"))
-        if fault == "emcy":
+        if fault == "emcy" and out["homed"] and after(n0, "accepted"):
             t_end = time.monotonic() + 0.5
             spin_until(lambda: time.monotonic() > t_end)
             os.kill(sim_pid, signal.SIGUSR1)
@@ -156,14 +156,21 @@ def one_run(k: int, wall: bool, fault: str) -> dict:
         for f in logs:
             f.close()
         r["transfer_aborted"] = "Transfer aborted" in stack_out
+        r["logs"] = (sim_out, stack_out)
         m = re.search(r"drives at exit: \[([^\]]*)\]", sim_out)
         r["drives_at_exit"] = m.group(1).split(", ") if m else ["unknown"]
     disabled = r["drives_at_exit"] == ["switch on disabled"] * 3
+    sim_out, stack_out = r.pop("logs")
     if fault == "emcy":
         r["ok"] = bool(r.get("homed") and "arm_2_joint" in r.get("fault_event", "") and "0x2310" in r.get("fault_event", "")
                        and r.get("reset") == "ok" and r["stack_exit"] == 0 and disabled)
     else:
         r["ok"] = bool(r.get("homed") and r.get("finished") and r["stack_exit"] == 0 and disabled)
+    if not r["ok"]:                                  # what the processes said, for the report
+        path = os.path.join(tempfile.gettempdir(), f"canopen_readme_example_run{k + 1}.log")
+        with open(path, "w") as f:
+            f.write(f"== delta-drive-sim\n{sim_out}\n== delta-bringup\n{stack_out}\n")
+        r["log"] = path
     return r
 
 
@@ -191,7 +198,8 @@ def main():
             print(f"run {k + 1}: {'ok' if r['ok'] else 'FAILED'}; fault event: {r.get('fault_event', '')[:90]!r}; "
                   f"reset: {r.get('reset', '')!r}; stack exit {r['stack_exit']} after {r['stack_exit_s']} s; "
                   f"drives at exit: {', '.join(r['drives_at_exit'])}"
-                  + (f"; client: {r['client_error'][-300:]}" if "client_error" in r else ""), flush=True)
+                  + (f"; client: {r['client_error'][-300:]}" if "client_error" in r else "")
+                  + (f"; logs: {r['log']}" if "log" in r else ""), flush=True)
     finally:
         for h in hogs:
             h.kill()

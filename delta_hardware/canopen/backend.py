@@ -217,7 +217,7 @@ class CanopenDriveSet(DriveSet):
     @property
     def simulated(self) -> bool:
         """Whether every drive is ``delta-drive-sim`` (its device name, 0x1008)."""
-        return bool(self.axes) and all(ax.device_name.startswith("delta-drive-sim") for ax in self.axes)
+        return bool(self.axes) and all(ax.device_name.startswith(startup.SIMULATED_DEVICE) for ax in self.axes)
 
     #: s of wall time simulated drives may be silent in simulated time before they count as lost
     LOCKSTEP_SILENCE = 5.0

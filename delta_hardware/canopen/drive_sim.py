@@ -53,6 +53,7 @@ from delta_hardware import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.bus import open_bus
 from delta_hardware.canopen.receiver import ReceiverWatch
+from delta_hardware.canopen.startup import SIMULATED_DEVICE
 from delta_hardware.cia402 import Command, State
 from delta_hardware.canopen.config import DrivesConfig, load_drives_config
 from delta_hardware.drives.interface import DriveState, Mode
@@ -63,7 +64,7 @@ ERROR_REGISTER_BITS = {0x2: 0x02, 0x3: 0x04, 0x4: 0x08, 0x8: 0x10}   # code clas
 WORKSPACE_FAULT = 0xFF01             # device specific: the simulated mechanism left its workspace
 MODE_FAULT = 0x6320                  # parameter error: the three drives are in different modes
 SYNC_FAULT = 0x8100                  # communication: no SYNC for simulation.sync_timeout while enabled
-DEVICE_NAME = "delta-drive-sim"      # 0x1008 manufacturer device name: how a master knows it is simulated
+DEVICE_NAME = SIMULATED_DEVICE       # 0x1008 manufacturer device name: how a master knows it is simulated
 
 
 class _Pdo:
