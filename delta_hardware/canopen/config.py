@@ -112,6 +112,7 @@ class DrivesConfig:
     check_encoder_resolution: bool
     simulate: bool
     sim: dict = field(default_factory=dict)   # position_gains, velocity_gain, drive_rate, noise
+    tpdo_misses: int = 3                 # cycles in a row a drive's TPDOs may be missing (last values held)
 
     @property
     def catalogue(self):
@@ -141,7 +142,7 @@ _TOP = {"name", "description", "base", "eds", "node_ids", "mode", "heartbeat", "
 _SCALING = {"counts_per_rev", "gear_ratio", "rated_torque", "velocity_unit", "direction", "offset"}
 _SECTIONS = {
     "heartbeat": {"producer_ms", "timeout_ms"},
-    "timing": {"max_stall", "sdo_timeout", "startup_timeout", "state_timeout", "tpdo_timeout"},
+    "timing": {"max_stall", "sdo_timeout", "startup_timeout", "state_timeout", "tpdo_timeout", "tpdo_misses"},
     "limits": {"max_torque", "software_position_limits", "position_limit_margin", "following_error_window"},
     "simulation": {"position_gains", "velocity_gain", "drive_rate", "torque_noise", "velocity_noise",
                    "sync_timeout"},
@@ -346,6 +347,7 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
     state_timeout = r.number(t.get("state_timeout", 0.5), "timing.state_timeout", 0, 60, lo_open=True)
     tt = t.get("tpdo_timeout", "auto")
     tpdo_timeout = None if tt in ("auto", None) else r.number(tt, "timing.tpdo_timeout", 0, 1)
+    tpdo_misses = r.number(t.get("tpdo_misses", 3), "timing.tpdo_misses", 0, 1000, integer=True)
 
     # scaling: defaults for every axis, then per-axis overrides
     base_scaling = data.get("scaling") or {}
@@ -421,7 +423,7 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
         software_limits=software_limits, position_limit_margin=margin, following_error_window=few,
         quick_stop_option_code=qso, write_rated_torque=bool(data.get("write_rated_torque", True)),
         check_encoder_resolution=bool(data.get("check_encoder_resolution", False)),
-        simulate=bool(data.get("simulate", False)), sim=sim_out)
+        simulate=bool(data.get("simulate", False)), sim=sim_out, tpdo_misses=tpdo_misses)
 
 
 def consumer_time_ms(producer_ms: float, max_stall: float) -> float:
