@@ -28,6 +28,20 @@ TOLERATE_PAUSES = ("-p", "max_stall:=1.0")
 SIM_TIME = ("-p", "use_sim_time:=true")
 
 
+def children(pid: int) -> list:
+    """PIDs whose parent is ``pid`` (a hardware node's control-loop process)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
 class NodeProcess:
     """``python -m <module> --ros-args ...`` with its output (stdout + stderr) in a temp file."""
 

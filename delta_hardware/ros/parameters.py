@@ -2,14 +2,23 @@
 
 One table (:data:`PARAMETERS`) feeds the node's declarations, ``docs/ros_interfaces.md`` and
 ``config/delta.yaml``; :func:`check_parameters` refuses a bad value by name, with the rule,
-before anything is built from it (the node then stays unconfigured).
+before anything is built from it (the node then stays unconfigured); :func:`loop_spec` builds
+the control loop's :class:`~delta_hardware.loop_config.LoopSpec` from checked values, reading
+the robot files through a bounded loader (:func:`load_bounded`: a file that does not answer, a
+FIFO or a hung file system, is refused after :data:`LOAD_TIMEOUT` s instead of blocking).
 """
 from __future__ import annotations
 
 import math
+import os
+import stat
+import threading
 from dataclasses import dataclass
 
+from delta_core.robot_file import RobotFileError, load_robot, resolve_robot_path
 from delta_core.ros.names import PREFIX_RULE
+from delta_hardware.loop_config import LoopConfig, LoopSpec
+from delta_hardware.loop_thread import RealtimeSettings
 
 
 @dataclass(frozen=True)
@@ -40,7 +49,8 @@ PARAMETERS = {
     "control_rate": Param(500.0, "Hz of the control loop"),
     "kp": Param([600.0, 600.0, 600.0], "N m / rad (N / m on a linear robot), per joint", runtime=True),
     "kd": Param([30.0, 30.0, 30.0], "N m s / rad (N s / m), per joint", runtime=True),
-    "feedforward": Param("topic", "topic | model | none", runtime=True),
+    "feedforward": Param("model", "model (in-process, always on time) | topic (an external source on "
+                                  "delta/feedforward, the model when late) | none", runtime=True),
     "feedforward_robot": Param("", "robot file of the in-process feedforward model (default: robot)", runtime=True),
     "feedforward_timeout": Param(0.01, "s: a topic feedforward older than this is replaced by the model's"),
     "command_timeout": Param(0.5, "s without a streamed command before the robot holds"),
@@ -72,7 +82,10 @@ PARAMETERS = {
 
 HARDWARE = ("sim", "mock", "canopen")
 PREFIX = PREFIX_RULE
-FEEDFORWARD = ("topic", "model", "none")
+FEEDFORWARD = ("model", "topic", "none")
+SIM_HARDWARE = ("sim", "mock")
+#: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
+LOAD_TIMEOUT = 5.0
 MIN_RATE, MAX_RATE = 100.0, 2000.0
 
 
@@ -133,3 +146,64 @@ def check_parameters(p: dict, node: str = "delta_hardware") -> None:
     for name, ok, rule in _rules(p):
         if not ok:
             raise ValueError(f"{node} parameter {name} {rule}, got {p[name]!r}")
+
+
+def load_bounded(robot, timeout: float = LOAD_TIMEOUT):
+    """``load_robot(robot)`` on a thread of its own: RobotFileError if it names a FIFO, a device
+    or a socket, or does not finish within ``timeout`` s (the thread is left to its fate; the
+    caller, e.g. the node's executor, goes on)."""
+    if not isinstance(robot, str):
+        return load_robot(robot)
+    path = resolve_robot_path(robot)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise RobotFileError(f"{path}: cannot read: {e.strerror or e}") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise RobotFileError(f"{path}: {kind}, not a robot file")
+    result = []
+    worker = threading.Thread(target=lambda: result.append(_attempt(load_robot, path)), daemon=True,
+                              name="delta_robot_file")
+    worker.start()
+    worker.join(timeout)
+    if not result:
+        raise RobotFileError(f"{path}: not read within {timeout:g} s (a hung file system?)")
+    value, error = result[0]
+    if error is not None:
+        raise error
+    return value
+
+
+def _attempt(fn, *args):
+    try:
+        return fn(*args), None
+    except Exception as e:  # noqa: BLE001 - handed to the caller's thread
+        return None, e
+
+
+def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feedforward",
+              load=load_bounded) -> LoopSpec:
+    """The control loop's spec from the checked parameter values ``p`` (robot files read with
+    ``load``); ValueError / RobotFileError naming what is wrong."""
+    robot = load(p["robot"])
+    if p["hardware"] in SIM_HARDWARE:
+        backend = "sim"
+        options = dict(true_robot=load(p["true_robot"]) if p["true_robot"] else robot, plant=p["plant"],
+                       payload=float(p["sim_payload"]), torque_noise=float(p["sim_torque_noise"]),
+                       velocity_noise=float(p["sim_velocity_noise"]), counts_per_rev=int(p["sim_counts_per_rev"]))
+    else:
+        backend = p["hardware"]
+        options = dict(interface=p["can_interface"], channel=p["can_channel"], drives_config=p["drives_config"],
+                       rate=float(p["control_rate"]))
+    cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
+                     command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
+                     feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic)
+    rt = RealtimeSettings(thread_priority=int(p["thread_priority"]), cpu_affinity=int(p["cpu_affinity"]),
+                          lock_memory=bool(p["lock_memory"]))
+    return LoopSpec(robot=robot, backend=backend, options=options, config=cfg,
+                    clock="sim" if use_sim_time else "wall", max_stall=float(p["max_stall"]) or None,
+                    feedforward_robot=load(p["feedforward_robot"]) if p["feedforward_robot"] else None,
+                    realtime=rt, real_time_factor=float(p["real_time_factor"]),
+                    start_paused=bool(p["start_paused"]), pause_at=float(p["pause_at"]))
