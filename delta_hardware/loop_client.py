@@ -72,6 +72,8 @@ class LoopClient:
         self._event_reader = 0
         self._closing = False
         self._lost = ""
+        self.stop_ns = 0                     # reception time of the latest e-stop asked for here
+        self.failure = ""                    # why the loop thread died (its drives quick-stopped)
         self._stop_reason = ""
         self._plans = itertools.count(1)
 
@@ -137,6 +139,9 @@ class LoopClient:
     def request(self, op: str, timeout: float = REQUEST_TIMEOUT, rx: int | None = None, **args) -> dict:
         """Send request ``op`` and wait for its answer ({"ok", "message", ...});
         LoopUnavailable if none comes within ``timeout`` s."""
+        rx = rx or time.time_ns()
+        if op == "estop":
+            self.stop_ns = max(self.stop_ns, rx)
         seq = next(self._seq)
         done = threading.Event()
         slot = [done, None]
@@ -209,8 +214,10 @@ class LoopClient:
                     slot[0].set()
                 elif not msg["ok"] and self.on_refusal is not None and msg["re"] != 0:
                     self.on_refusal(msg.get("op", ""), msg["message"])
-            elif msg.get("op") == "failed" and self.on_failure is not None:
-                self.on_failure(msg["message"])
+            elif msg.get("op") == "failed":
+                self.failure = msg["message"]
+                if self.on_failure is not None:
+                    self.on_failure(msg["message"])
         if not self._closing:
             code = self.proc.wait(5) if self.proc is not None else None
             self._lose(f"the control loop process ended (exit status {code})")
@@ -291,8 +298,14 @@ class LoopClient:
         h["reader"] = self._reader
         return out, lost
 
+    @property
+    def reader(self) -> int:
+        """State records taken so far (the next one :meth:`take_records` returns)."""
+        return self._reader
+
     def take_events(self):
-        """([(text, level)] not taken yet, how many were overwritten before they were taken)."""
+        """([(text, level, tick)] not taken yet, how many were overwritten before they were
+        taken); ``tick``: the state records written when the event was raised."""
         h, ring = self.block.header, self.block.events
         head = int(h["event_head"])
         lost = 0
@@ -349,15 +362,20 @@ class LoopClient:
     @property
     def stopped_reason(self) -> str:
         """Why the robot is stopped ('' while it is not)."""
+        if self.failure or self._lost:
+            return self.failure or self._lost
         rec = self.latest()
         if rec is None or not int(rec["flags"]) & FLAG_STOPPED:
             self._stop_reason = ""
             return ""
         if not self._stop_reason:
             try:
-                self._stop_reason = self.request("status", timeout=0.5).get("status", {}).get("stopped") or "stopped"
+                reason = self.request("status", timeout=0.5).get("status", {}).get("stopped")
             except LoopUnavailable:
                 return "stopped"
+            if not reason:                          # reset since that cycle
+                return ""
+            self._stop_reason = reason
         return self._stop_reason
 
     def is_following(self, plan) -> bool:
@@ -366,6 +384,11 @@ class LoopClient:
         if rec is None or int(rec["tick"]) < getattr(plan, "first_tick", 0):
             return True                            # no cycle since it was handed over
         return int(rec["plan"]) == getattr(plan, "id", -1)
+
+    def void(self, rx: int) -> str:
+        """Why a request received at ``rx`` (``time.time_ns()``) is void ('' if it is not): it
+        came before a stop this client asked for (the loop process decides for the others)."""
+        return "void: it was sent before the latest stop; send it again" if rx < self.stop_ns else ""
 
     def hold(self) -> None:
         """Stop following the plan or stream; hold the current setpoint's position."""

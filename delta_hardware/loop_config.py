@@ -59,7 +59,9 @@ class LoopSpec:
     ``clock``: ``"sim"`` (simulated drives in simulated time: the loop owns the time) or
     ``"wall"`` (the steady clock, stamps in ROS time). ``max_stall`` None: the drives' own
     (``drives.max_stall``, else 0.25 s). ``ring``: state records kept for the node (a reader
-    that falls further behind loses the oldest on the wall clock, stalls simulated time).
+    that falls further behind loses the oldest on the wall clock); ``lead``: records simulated
+    time may run ahead of the node's publication (it waits then: a busy host slows the
+    simulation, as when the loop published itself, instead of delaying what subscribers see).
     """
 
     robot: object
@@ -76,6 +78,7 @@ class LoopSpec:
     start_time: float = 0.0
     ring: int = 8192
     events: int = 256
+    lead: int = 32
 
     def __post_init__(self):
         if self.clock not in ("sim", "wall"):

@@ -32,15 +32,17 @@ package, over sockets nobody else holds.
 >>> rec = r.read(0)
 >>> float(rec["time"]), rec["position"].tolist()
 (0.5, [1.0, 2.0, 3.0])
+>>> rec["setpoint"].shape
+(3, 3)
 >>> r.read(1) is None                      # not written yet
 True
 >>> for k in range(1, 10):
 ...     r.write(k, time=k * 0.5)
 >>> r.read(0) is LOST                      # lapped by the writer
 True
->>> block.events.write_text(0, "trajectory finished", 0)
+>>> block.events.write_text(0, "trajectory finished", 0, tick=10)
 >>> block.events.read_text(0)
-('trajectory finished', 0)
+('trajectory finished', 0, 10)
 >>> block.close()
 """
 from __future__ import annotations
@@ -59,22 +61,49 @@ import numpy as np
 MAGIC = 0x44454C54414C4F4F          # "DELTALOO"
 VERSION = 1
 
-#: One control cycle as the node publishes it (SI units of the joints: rad or m).
-STATE = np.dtype([
-    ("seq", "<u8"),                  # seqlock (module docstring)
-    ("tick", "<u8"),                 # cycle number since the loop started
-    ("time", "<f8"),                 # the cycle's stamp (s: simulated or ROS time)
-    ("period", "<f8"),               # s since the previous cycle (steady clock / simulated)
-    ("position", "<f8", 3), ("velocity", "<f8", 3), ("effort", "<f8", 3),
-    ("setpoint", "<f8", (3, 3)),     # q, qd, qdd the cycle controlled to (NaN: none)
-    ("preview_time", "<f8"),         # the time the preview applies at
-    ("preview", "<f8", (3, 3)),      # the setpoint one period ahead (for a feedforward source)
-    ("torque", "<f8", 3),            # written (clamped) effort
-    ("feedforward", "<f8", 3),
-    ("flags", "<u4"),                # FLAG_*
-    ("plan", "<u8"),                 # id of the plan followed (0: none)
-    ("lo", "<f8", 3), ("hi", "<f8", 3), ("vmax", "<f8", 3),   # position/velocity limits in force
-])
+#: One control cycle as the node publishes it (SI units of the joints: rad or m): the fields of
+#: a row of float64 (one row per record: written with a few slice copies, read with one).
+STATE_FIELDS = (
+    ("seq", 1),                      # seqlock (module docstring)
+    ("tick", 1),                     # cycle number since the loop started
+    ("time", 1),                     # the cycle's stamp (s: simulated or ROS time)
+    ("period", 1),                   # s since the previous cycle (steady clock / simulated)
+    ("position", 3), ("velocity", 3), ("effort", 3),
+    ("setpoint", 9),                 # q, qd, qdd the cycle controlled to (NaN: none)
+    ("preview_time", 1),             # the time the preview applies at
+    ("preview", 9),                  # the setpoint one period ahead (for a feedforward source)
+    ("torque", 3),                   # written (clamped) effort
+    ("feedforward", 3),
+    ("flags", 1),                    # FLAG_*
+    ("plan", 1),                     # id of the plan followed (0: none)
+    ("lo", 3), ("hi", 3), ("vmax", 3),   # position/velocity limits in force
+)
+STATE_SLICES, _at = {}, 0
+for _name, _width in STATE_FIELDS:
+    STATE_SLICES[_name] = slice(_at, _at + _width)
+    _at += _width
+STATE_WIDTH = _at
+STATE = np.dtype((np.float64, (STATE_WIDTH,)))
+_MATRIX = ("setpoint", "preview")
+
+
+class Record:
+    """A copy of one state record: ``rec["position"]`` (an array view of the copy; (3, 3) for
+    ``setpoint`` and ``preview``: q, qd, qdd), ``rec["time"]`` (a float)."""
+
+    __slots__ = ("row",)
+
+    def __init__(self, row):
+        self.row = row
+
+    def __getitem__(self, name):
+        s = STATE_SLICES[name]
+        if s.stop - s.start == 1:
+            return self.row[s.start]
+        v = self.row[s]
+        return v.reshape(3, 3) if name in _MATRIX else v
+
+
 FLAG_SETPOINT = 1                    # the cycle controlled (not stopped, drives enabled)
 FLAG_PREVIEW = 2
 FLAG_STOPPED = 4                     # latched stop (emergency stop, fault, limit trip)
@@ -85,7 +114,7 @@ FLAG_ACTIVATED = 128                 # not a cycle: the state at activation (a l
 
 #: One event: level (0 info, 1 warning, 2 error) and UTF-8 text.
 EVENT_TEXT = 500
-EVENT = np.dtype([("seq", "<u8"), ("level", "<u4"), ("length", "<u4"), ("text", f"S{EVENT_TEXT}")])
+EVENT = np.dtype([("seq", "<u8"), ("tick", "<u8"), ("level", "<u4"), ("length", "<u4"), ("text", f"S{EVENT_TEXT}")])
 
 #: The block's header: counters both sides read.
 HEADER = np.dtype([
@@ -101,9 +130,44 @@ HEADER = np.dtype([
 LOST = object()                      # a record the writer has overwritten
 
 
+class StateRing:
+    """``n`` :data:`STATE` rows at ``offset`` in ``buf``: one writer, any readers; record k lives
+    in row k % n (module docstring)."""
+
+    def __init__(self, buf, offset: int, n: int):
+        self.n = int(n)
+        self.a = np.ndarray((self.n, STATE_WIDTH), dtype=np.float64, buffer=buf, offset=offset)
+        self.nbytes = self.a.nbytes
+
+    def write(self, k: int, **fields) -> None:
+        """Write record ``k`` (fields not given keep whatever the row held)."""
+        row = self.a[k % self.n]
+        row[0] = 2 * k + 1
+        for name, value in fields.items():
+            s = STATE_SLICES[name]
+            if name in _MATRIX:
+                row[s] = np.ravel(value)
+            else:
+                row[s] = value
+        row[0] = 2 * k + 2
+
+    def read(self, k: int):
+        """A :class:`Record` copy of record ``k``; None if it is not complete yet, :data:`LOST`
+        if overwritten."""
+        i = k % self.n
+        want = 2 * k + 2
+        s = self.a[i, 0]
+        if s != want:
+            return LOST if s > want else None
+        row = self.a[i].copy()
+        if self.a[i, 0] != want:
+            return LOST
+        return Record(row)
+
+
 class Ring:
-    """``n`` records of ``dtype`` (whose first field is ``seq``) at ``offset`` in ``buf``:
-    one writer, any readers; record k lives in slot k % n (module docstring)."""
+    """``n`` records of a structured ``dtype`` (whose first field is ``seq``) at ``offset`` in
+    ``buf``, the same seqlock (the events)."""
 
     def __init__(self, buf, offset: int, dtype: np.dtype, n: int):
         self.n = int(n)
@@ -132,16 +196,18 @@ class Ring:
             return LOST
         return rec
 
-    def write_text(self, k: int, text: str, level: int) -> None:
+    def write_text(self, k: int, text: str, level: int, tick: int = 0) -> None:
+        """Event ``k``: ``text`` at ``level``, raised when ``tick`` state records had been written."""
         data = text.encode("utf-8", "replace")[:EVENT_TEXT]
-        self.write(k, level=level, length=len(data), text=data)
+        self.write(k, tick=tick, level=level, length=len(data), text=data)
 
     def read_text(self, k: int):
-        """(text, level) of event ``k``; None / :data:`LOST` as :meth:`read`."""
+        """(text, level, tick) of event ``k``; None / :data:`LOST` as :meth:`read`."""
         rec = self.read(k)
         if rec is None or rec is LOST:
             return rec
-        return bytes(rec["text"])[:int(rec["length"])].decode("utf-8", "replace"), int(rec["level"])
+        return (bytes(rec["text"])[:int(rec["length"])].decode("utf-8", "replace"), int(rec["level"]),
+                int(rec["tick"]))
 
 
 class SharedBlock:
@@ -162,7 +228,7 @@ class SharedBlock:
         elif int(self.header["magic"]) != MAGIC or int(self.header["version"]) != VERSION:
             raise RuntimeError("not a delta_hardware loop block (another version of the package?)")
         ring, events = int(self.header["ring"]), int(self.header["events"])
-        self.states = Ring(self.mm, HEADER.itemsize, STATE, ring)
+        self.states = StateRing(self.mm, HEADER.itemsize, ring)
         self.events = Ring(self.mm, HEADER.itemsize + self.states.nbytes, EVENT, events)
 
     @classmethod

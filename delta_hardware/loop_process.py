@@ -85,7 +85,7 @@ class LoopProcess:
         with self.event_lock:
             h = self.block.header
             k = int(h["event_head"])
-            self.block.events.write_text(k, text, level)
+            self.block.events.write_text(k, text, level, tick=self.tick)
             h["event_head"] = k + 1
         ring_doorbell(self.doorbell)
 
@@ -127,7 +127,8 @@ class LoopProcess:
         k = self.tick
         h, ring = self.block.header, self.block.states
         if self.sim:
-            while k - int(h["reader"]) >= ring.n and not self.stopping.is_set():
+            lead = min(self.spec.lead, ring.n)
+            while k - int(h["reader"]) >= lead and not self.stopping.is_set():
                 time.sleep(BACKPRESSURE_POLL)
         loop = self.loop
         flags = 0
@@ -154,7 +155,7 @@ class LoopProcess:
         h["now"] = out.time
         h["head"] = k + 1
         self.tick = k + 1
-        for e in out.events:
+        for e in out.events:                       # published after this cycle's record
             self.event(e)
         ring_doorbell(self.doorbell)
 
@@ -287,7 +288,7 @@ class LoopProcess:
             th.pause_at = float(msg["t"]) or None
         elif op == "pause":
             self.block.header["paused"] = 1
-            th.pause()
+            th.pause(wait=2.0)                          # the answer says where it stands
         else:
             self.block.header["paused"] = 0
             th.resume()

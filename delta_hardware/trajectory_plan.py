@@ -69,7 +69,7 @@ def _from_scipy(cs):
 
 
 def build_plan(model, now: float, current: Setpoint, start_time: float, times, positions,
-               velocities=None, accelerations=None, check: bool = True, limits=None) -> JointPlan:
+               velocities=None, accelerations=None, check: bool = True, limits=None, abort=None) -> JointPlan:
     """A validated plan from joint-space points (times relative to ``start_time``).
 
     ``times`` must increase strictly and be > 0 (the current setpoint is the knot at 0).
@@ -125,15 +125,16 @@ def build_plan(model, now: float, current: Setpoint, start_time: float, times, p
         coeffs = _from_scipy(cs)
     plan = JointPlan(start_time, t_all, coeffs)
     if check:
-        validate_plan(model, plan, limits=limits)
+        validate_plan(model, plan, limits=limits, abort=abort)
     return plan
 
 
-def validate_plan(model, plan: JointPlan, step: float = 2e-3, limits=None, chunk: int = 20000) -> None:
+def validate_plan(model, plan: JointPlan, step: float = 2e-3, limits=None, chunk: int = 20000, abort=None) -> None:
     """Reject a plan that leaves the limits anywhere along its path (sampled every ``step``
     s and at every knot, ``chunk`` samples at a time: memory stays bounded however long the
     plan is). ``limits`` (lo, hi, velocity) overrides the robot file's position and velocity
-    limits (e.g. the slow way back into the limits after a joint left them)."""
+    limits (e.g. the slow way back into the limits after a joint left them). ``abort()``, asked
+    before each chunk, ends the check with TrajectoryRejected(its answer) when it answers."""
     lim = model.robot.limits
     n = max(int(math.ceil((plan.end_time - plan.start_time) / step)), 1)
     knots = plan.start_time + plan.times
@@ -148,6 +149,9 @@ def validate_plan(model, plan: JointPlan, step: float = 2e-3, limits=None, chunk
     tl = np.array(lim.effort)
     units = joint_units(model)
     for first in range(0, n + 1, chunk):
+        why = abort() if abort is not None else ""
+        if why:                                  # e.g. a stop came while a long plan was checked
+            raise TrajectoryRejected(why)
         ts = plan.start_time + (plan.end_time - plan.start_time) * np.arange(first, min(first + chunk, n + 1)) / n
         k0, k1 = np.searchsorted(knots, ts[0], side="left"), np.searchsorted(knots, ts[-1], side="right")
         ts = np.unique(np.concatenate((ts, knots[k0:k1])))           # every knot exactly too

@@ -205,7 +205,7 @@ class HardwareProbe:
         import numpy as np
         return np.array(self.js.position)
 
-    def wait_ready(self, timeout: float = 20.0):
+    def wait_ready(self, timeout: float = 120.0):          # a loaded 2-core host starts a node slowly
         ok = self.c.spin_until(lambda: self.js is not None and self.traj.get_subscription_count() > 0, timeout)
         assert ok, "hardware node did not come up"
 

@@ -183,6 +183,7 @@ def test_a_bad_robot_file_leaves_the_node_unconfigured(tmp_path):
     client = RosClient("bad_test")
     try:
         get = client.node.create_client(GetState, "/delta_hw_bad/get_state")
+        assert get.wait_for_service(timeout_sec=60), node.output()[-2000:]         # a loaded host starts slowly
         assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
         assert node.wait_for_output("configure failed, staying unconfigured")
         assert "bad.yaml: joint_names is missing" in node.output()
@@ -229,10 +230,12 @@ def test_oversized_trajectories_are_refused_and_the_emergency_stop_is_served_whi
     answers = []
     fut = robot.estop.call_async(Trigger.Request())
     fut.add_done_callback(lambda f: answers.append(("estop", len(robot.events) - n0)))
-    robot.c.spin_until(lambda: answers and any("joint trajectory" in e for e in robot.events[n0:]), 60)
+    robot.c.spin_until(lambda: answers and any("joint trajectory" in e for e in robot.events[n0:]), 600)
     assert answers, "no answer from the emergency stop"
-    # the stop was answered before the trajectory was (the intake runs beside the executor)
+    # the stop was answered before the trajectory was (the intake runs beside the executor) ...
     assert answers[0][1] == 0 or not any("joint trajectory" in e for e in robot.events[n0:n0 + answers[0][1]])
+    # ... and the trajectory, checked meanwhile, is not executed after it
+    assert "joint trajectory rejected" in robot.event_after(n0, "joint trajectory")
     assert robot.c.call(robot.reset, Trigger.Request()).success
 
 
@@ -280,19 +283,30 @@ def test_a_paused_host_pauses_the_simulation_and_the_trajectory_resumes_where_it
     assert clocks and np.all(np.diff(clocks) > 0)
 
 
+def _paused_at(robot, pause) -> float:
+    """Pause; the simulated time it stands at, once the joint states up to it have arrived."""
+    import re
+
+    from std_srvs.srv import SetBool
+    res = robot.c.call(pause, SetBool.Request(data=True))
+    assert res.success, res.message
+    t = float(re.search(r"paused at t = ([0-9.]+) s", res.message).group(1))
+    assert robot.c.spin_until(lambda: abs(robot.sim_time - t) < 1e-6, 60), (robot.sim_time, t)
+    return robot.sim_time
+
+
 def test_pause_and_pause_at_freeze_simulated_time(stack):
     from std_srvs.srv import SetBool
     _, robot = stack
     pause = robot.c.node.create_client(SetBool, "/delta_hardware/pause")
-    assert robot.c.call(pause, SetBool.Request(data=True)).success
-    robot.c.spin_for(0.3)
-    t = robot.sim_time
+    t = _paused_at(robot, pause)
     robot.c.spin_for(0.3)
     assert robot.sim_time == t
     assert robot.c.set_parameter("delta_hardware", "pause_at", t + 0.2).successful
     n0 = len(robot.events)
     assert robot.c.call(pause, SetBool.Request(data=False)).success
     assert f"simulation paused at t = {t + 0.2:.3f} s" in robot.event_after(n0, "simulation paused")
+    assert robot.c.spin_until(lambda: robot.sim_time >= t + 0.2 - 1e-6, 60)      # its states arrived
     robot.c.spin_for(0.3)
     assert robot.sim_time == pytest.approx(t + 0.2)
     assert robot.c.call(pause, SetBool.Request(data=False)).success
@@ -307,9 +321,7 @@ def test_a_node_that_joins_a_paused_simulation_gets_its_time(stack):
     from std_srvs.srv import SetBool
     _, robot = stack
     pause = robot.c.node.create_client(SetBool, "/delta_hardware/pause")
-    assert robot.c.call(pause, SetBool.Request(data=True)).success
-    robot.c.spin_for(0.3)
-    t = robot.sim_time
+    t = _paused_at(robot, pause)
     late = RosClient("joins_paused")
     try:
         late.node.set_parameters([Parameter("use_sim_time", value=True)])

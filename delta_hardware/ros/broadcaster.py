@@ -6,7 +6,7 @@ and events from shared memory in order and publishes them at its own pace, as ro
 joint_state_broadcaster publishes from the non-real-time side: ``/joint_states`` (every cycle,
 reliable, a deep history so that a busy subscriber catches up: identification windows and
 bags lose nothing), ``/delta/desired_state`` (``publish_desired_state``: the setpoint one period
-ahead, for a feedforward source), ``/clock`` when the
+ahead, for a feedforward source: with ``feedforward: topic``), ``/clock`` when the
 loop owns simulated time (also repeated every :data:`CLOCK_HOLD_PERIOD` s of the steady clock
 while simulated time stands still, as Gazebo's paused clock does: a node that joined late or
 lost a message, rclpy subscribes ``/clock`` best effort, still reads the time), the events
@@ -44,10 +44,9 @@ class Broadcaster:
     def __init__(self, node, client, joint_names, owns_time: bool, publish_desired: bool):
         self.node, self.client, self.names = node, client, list(joint_names)
         self.owns_time = owns_time
+        self.desired = bool(publish_desired)         # publish the desired state now (changes at run time)
         self.pub_js = node.create_publisher(JointState, "joint_states", QoSProfile(depth=JOINT_STATES_DEPTH))
-        self.pub_desired = None
-        if publish_desired:
-            self.pub_desired = node.create_publisher(JointTrajectory, "delta/desired_state", QoSProfile(depth=10))
+        self.pub_desired = node.create_publisher(JointTrajectory, "delta/desired_state", QoSProfile(depth=10))
         # absolute; a namespaced stack remaps it to <ns>/clock for all its nodes (clock_remap)
         self.pub_clock = node.create_publisher(ClockMsg, "/clock", QoSProfile(depth=1)) if owns_time else None
         self.published = 0
@@ -56,6 +55,8 @@ class Broadcaster:
         self._lost_at = 0.0
         self._clock_sent = None
         self._clock_at = time.monotonic()
+        self._events = []                            # (text, level, tick) waiting for their cycle's record
+        self._published_tick = 0                     # state records taken so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="delta_broadcaster", daemon=True)
 
@@ -90,27 +91,49 @@ class Broadcaster:
     def flush(self) -> None:
         """Publish everything the loop produced since the last call."""
         events, lost_events = self.client.take_events()
-        for text, level in events:
-            self.node.event(text, warn=level > 0, error=level > 1)
+        self._events += events
         if lost_events:
             self.node.event(f"{lost_events} events of the control loop were lost (this node fell behind)", warn=True)
+        self._send_events()
         while True:
             records, lost = self.client.take_records()
             self.lost += lost
             for rec in records:
                 self._publish(rec)
+                self._published_tick = int(rec["tick"]) + 1
+                self._send_events()
+            self._published_tick = max(self._published_tick, self.client.reader)
             if len(records) < 1000:
                 break
+        self._send_events()
         if self.lost > self._lost_reported and time.monotonic() - self._lost_at > LOST_REPORT_PERIOD:
             self.node.event(f"{self.lost - self._lost_reported} joint states were not published (this node fell "
                             f"more than a ring of {self.client.block.states.n} cycles behind the loop)", warn=True)
             self._lost_reported, self._lost_at = self.lost, time.monotonic()
-        if self.owns_time and time.monotonic() - self._clock_at >= CLOCK_HOLD_PERIOD:
-            self._send_clock(self._clock_sent if self._clock_sent is not None else self.client.now())
+        if (self.owns_time and time.monotonic() - self._clock_at >= CLOCK_HOLD_PERIOD
+                and (self.client.paused or not self.node.active())):          # time stands still
+            self._send_clock(self._clock_sent if self._clock_sent is not None else self.client.now(), again=True)
 
-    def _send_clock(self, t: float) -> None:
-        if self._clock_sent is not None and t < self._clock_sent:
-            return                                   # never backwards
+    def catch_up(self, timeout: float = 5.0) -> bool:
+        """Wait until every record the loop has written is published (e.g. when simulated time
+        was paused: a subscriber then sees the state the simulation stands in)."""
+        deadline = time.monotonic() + timeout
+        while self._published_tick < int(self.client.block.header["head"]) and time.monotonic() < deadline:
+            if not self._thread.is_alive():
+                return False
+            time.sleep(0.005)
+        return self._published_tick >= int(self.client.block.header["head"])
+
+    def _send_events(self) -> None:
+        """The events raised up to the last published record (in order with the records: an
+        event says what a subscriber of /joint_states has seen happen)."""
+        while self._events and self._events[0][2] <= self._published_tick:
+            text, level, _ = self._events.pop(0)
+            self.node.event(text, warn=level > 0, error=level > 1)
+
+    def _send_clock(self, t: float, again: bool = False) -> None:
+        if self._clock_sent is not None and (t < self._clock_sent or (t == self._clock_sent and not again)):
+            return                                   # never backwards, repeated only while time stands still
         self.pub_clock.publish(ClockMsg(clock=to_time(t)))
         self._clock_sent, self._clock_at = t, time.monotonic()
 
@@ -120,7 +143,7 @@ class Broadcaster:
         t = float(rec["time"])
         if self.owns_time:
             self._send_clock(t)
-        if self.pub_desired is not None and int(rec["flags"]) & FLAG_PREVIEW:
+        if self.desired and int(rec["flags"]) & FLAG_PREVIEW:
             d = JointTrajectory(joint_names=self.names)
             d.header.stamp = to_time(float(rec["preview_time"]))
             pv = rec["preview"]

@@ -117,10 +117,16 @@ class HardwareNode(LifecycleNode):
                 self.rules.check_gain(name, p[name])
             self.loop = LoopClient(spec, self._on_loop_failure, self._on_loop_failure, self.requests.on_refusal)
             info = self.loop.start()
+            self.refusal = other_stack(self, owns_clock=sim_time, wait=0.0)   # discovered while it started
+            if self.refusal:
+                self.loop.close()
+                raise ValueError(self.refusal)
         except (RobotFileError, DriveError, ValueError) as e:
+            self.loop = None
+            if self.refusal and self.get_parameter("autostart").value:
+                return FAILURE                                # said once, by start()'s caller
             self.get_logger().error(f"configure failed, staying unconfigured: {e}")
             self.event(f"configure failed: {e}", warn=True)
-            self.loop = None
             return FAILURE
         self.owns_time, self.failure, self.units, self.prefix = spec.clock == "sim", "", joint_units(self.model), p["prefix"]
         self.joint_names = [self.prefix + n for n in self.model.joint_names]
@@ -188,7 +194,7 @@ class HardwareNode(LifecycleNode):
             loop.close()
             self.loop_status = {}
             if self.context.ok():                             # its last words: the drives' state
-                for text, level in loop.take_events()[0]:
+                for text, level, _ in loop.take_events()[0]:
                     self.event(text, warn=level > 0)
             loop.block.close()
 
@@ -209,11 +215,12 @@ class HardwareNode(LifecycleNode):
 
     # ------------------------------------------------------------------ entities
     def _create_entities(self, p):
-        self.broadcaster = Broadcaster(self, self.loop, self.joint_names, self.owns_time, bool(p["publish_desired_state"]))
+        self.broadcaster = Broadcaster(self, self.loop, self.joint_names, self.owns_time, p["publish_desired_state"])
+        self.broadcaster.desired = p["publish_desired_state"] or p["feedforward"] == "topic"
         r = self.requests
         self.intake = TrajectoryIntake(lambda: self.model, r.submit_points, r.reject,
                                        lambda: (int(p["max_trajectory_points"]), float(p["max_trajectory_duration"])),
-                                       prefix=self.prefix)
+                                       prefix=self.prefix, void=self.loop.void)
         self._subs = r.subscriptions()
         try:
             from delta_hardware.ros.follow_joint_trajectory import FollowJointTrajectoryServer
@@ -241,7 +248,7 @@ def main(args=None) -> int:
         node = HardwareNode()
         node.start()
         return node
-    return run(started, "delta_hardware", args, executor=lambda: StampedExecutor(num_threads=4))
+    return run(started, "delta_hardware", args, executor_factory=lambda: StampedExecutor(num_threads=4))
 
 
 if __name__ == "__main__":

@@ -59,7 +59,8 @@ PARAMETERS = {
                             "(0: the drives' own: the drive config's timing.max_stall, 0.25 s simulated)"),
     "max_trajectory_points": Param(100000, "points a trajectory may have"),
     "max_trajectory_duration": Param(3600.0, "s a trajectory may last"),
-    "publish_desired_state": Param(True, "publish /delta/desired_state for the dynamics node"),
+    "publish_desired_state": Param(False, "publish delta/desired_state (the setpoint one period ahead) every cycle, "
+                                          "for a feedforward source or a monitor; always with feedforward topic"),
     "thread_priority": Param(50, "SCHED_FIFO priority of the loop thread on the steady clock (0: normal)"),
     "cpu_affinity": Param(-1, "CPU the loop thread is pinned to (-1: any)"),
     "lock_memory": Param(False, "mlockall the process (recommended for real drives)"),

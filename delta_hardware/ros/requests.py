@@ -63,6 +63,8 @@ class Requests:
             return SetParametersResult(successful=False, reason=str(e))
         if changes:
             node.event(f"control law updated: {', '.join(sorted(changes))}")
+            if "feedforward" in changes and node.broadcaster is not None:   # a source needs the setpoints
+                node.broadcaster.desired = bool(node.params()["publish_desired_state"]) or changes["feedforward"] == "topic"
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ trajectories and commands
@@ -89,7 +91,7 @@ class Requests:
         now = node.now()
         try:
             plan = build_plan(node.model, now, node.loop.current_setpoint(), start or now, times, q, qd, qdd,
-                              limits=node.loop.limits())
+                              limits=node.loop.limits(), abort=lambda: node.loop.void(rx) if rx else "")
             node.loop.submit_plan(plan, rx=rx)
         except DriveError as e:
             raise TrajectoryRejected(str(e)) from None
@@ -171,6 +173,8 @@ class Requests:
             if self.node.loop is None:
                 raise DriveError("not configured")
             now = self.node.loop.ask("pause" if request.data else "resume")["now"]
+            if request.data and self.node.broadcaster is not None:
+                self.node.broadcaster.catch_up()          # everything up to the pause is published
         except DriveError as e:
             response.success, response.message = False, str(e)
             return response

@@ -20,7 +20,7 @@ from delta_hardware.loop_client import LoopUnavailable
 from delta_hardware.loop_link import FLAG_RECOVERY, FLAG_SATURATED, FLAG_SETPOINT, FLAG_STOPPED
 
 #: s ``~/status`` waits for the loop process's counters before it answers with the last ones
-LOOP_ANSWER = 0.03
+LOOP_ANSWER = 0.04
 #: decimals of the floats in the status (µrad, µm, µs in ms)
 DECIMALS = 6
 
@@ -74,17 +74,20 @@ def node_status(node) -> dict:
     if client is None:
         st["drives"] = "closed"
         return rounded(st)
-    loop = dict(node.loop_status)
+    loop, answered = dict(node.loop_status), False
     try:
         reply = client.request("status", timeout=LOOP_ANSWER)
         if reply["ok"]:
-            loop = node.loop_status = reply["status"]
+            loop, answered = reply["status"], True
+            node.loop_status = loop
             st["loop"] = "answering"
     except LoopUnavailable as e:
-        st["loop"] = f"not answering ({e}); counters from its last answer"
+        st["loop"] = f"not answering ({e}); counters from its last answer, stop state from the newest cycle"
     st["drives"] = loop.get("drives", "unknown")
-    st["stopped"] = loop.get("stopped") or node.failure
     rec = client.latest()
+    stopped = loop.get("stopped", "") if answered or rec is None else (
+        (loop.get("stopped") or "stopped") if int(rec["flags"]) & FLAG_STOPPED else "")
+    st["stopped"] = node.failure or client.failure or stopped
     if rec is not None:
         flags = int(rec["flags"])
         u = node.units
@@ -101,8 +104,6 @@ def node_status(node) -> dict:
         except (UnreachableError, ValueError):
             st["platform_position"] = None
         st["active_limits"] = active_limits(node.model, rec, u)
-        if flags & FLAG_STOPPED and not st["stopped"]:
-            st["stopped"] = "stopped"
     st.update({k: v for k, v in loop.items() if k not in ("stopped", "drives", "running", "drive_diagnostics")})
     return rounded(st)
 

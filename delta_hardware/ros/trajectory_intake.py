@@ -176,8 +176,9 @@ class TrajectoryIntake:
     KINDS = {"joint trajectory": (JOINT_TRAJECTORY, joint_points),
              "cartesian trajectory": (MULTI_DOF_TRAJECTORY, cartesian_points)}
 
-    def __init__(self, model_of, submit, reject, limits, depth: int = 4, prefix: str = ""):
+    def __init__(self, model_of, submit, reject, limits, depth: int = 4, prefix: str = "", void=None):
         self.model_of = model_of
+        self.void = void                 # void(rx) -> why a message received at rx is void ('' if not)
         self.prefix = prefix
         self.submit = submit
         self.reject = reject
@@ -211,6 +212,9 @@ class TrajectoryIntake:
                 return
             source, raw, rx = item
             try:
+                why = self.void(rx) if self.void is not None and rx is not None else ""
+                if why:                  # e.g. received before a stop: not even parsed
+                    raise TrajectoryRejected(why)
                 self._handle(source, raw, rx)
             except TrajectoryRejected as e:
                 self.reject(source, str(e))
