@@ -183,8 +183,8 @@ class Stack:
             print(res.message)
         return 0 if res.success else 1
 
-    def where(self) -> int:
-        """The platform position and the joints (position, setpoint, error) from the status."""
+    def platform(self) -> int:
+        """``where``: the platform position and the joints (position, setpoint, error) from the status."""
         from std_srvs.srv import Trigger
         res = self.call(Trigger, "status", Trigger.Request())
         try:
@@ -313,7 +313,7 @@ def main(argv=None) -> int:
         if args.command == "status":
             return stack.status()
         if args.command == "where":
-            return stack.where()
+            return stack.platform()
         if args.command == "events":
             return stack.follow_events(args.follow, args.seconds)
         if args.command == "estop":

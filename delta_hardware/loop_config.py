@@ -16,7 +16,7 @@ from delta_dynamics.kinds import kind_of
 from delta_hardware.loop_thread import RealtimeSettings
 from delta_hardware.joint_plan import TrajectoryRejected
 
-FEEDFORWARD = ("model", "topic", "none")
+FEEDFORWARD = ("topic", "model", "none")
 
 
 @dataclass
@@ -55,7 +55,8 @@ class LoopSpec:
     """Everything the control-loop process is built from (picklable: loaded robot files,
     not names; :mod:`delta_hardware.loop_process`).
 
-    ``backend`` and ``options``: the drive set, ``make_drives(backend, robot, **options)``.
+    ``backend`` and ``params``: the drive bus by name and the node's parameter values, from which
+    the bus takes its own parameter block (:func:`delta_hardware.loop_process.open_drives`).
     ``clock``: ``"sim"`` (simulated drives in simulated time: the loop owns the time) or
     ``"wall"`` (the steady clock, stamps in ROS time). ``max_stall`` None: the drives' own
     (``drives.max_stall``, else 0.25 s). ``ring``: state records kept for the node (a reader
@@ -66,7 +67,7 @@ class LoopSpec:
 
     robot: object
     backend: str
-    options: dict
+    params: dict
     config: LoopConfig
     clock: str = "wall"
     max_stall: float | None = None

@@ -100,8 +100,8 @@ class LoopProcess:
         """The drives and the loop from ``spec``; what the node needs to know of them."""
         self.spec = spec
         self.model = model_for(spec.robot)
-        self.drives = make_drives(spec.backend, spec.robot, **spec.options)
-        simulated = spec.backend == "sim" or bool(getattr(self.drives, "simulated", False))
+        self.drives = open_drives(spec)
+        simulated = bool(getattr(self.drives, "simulated", False)) or spec.backend in LEGACY_SIM
         if spec.clock == "sim" and not simulated:
             raise ValueError("use_sim_time needs simulated drives (hardware sim, or delta-drive-sim on the bus): "
                              "real drives run on the steady clock")
@@ -117,8 +117,10 @@ class LoopProcess:
         self.start_time = float(spec.start_time)
         self.block.header["now"] = self.start_time
         self.block.header["paused"] = int(self.sim and spec.start_paused)
+        summary = getattr(self.drives, "summary", "") or (
+            f"plant {spec.params.get('plant', 'explicit')}" if spec.backend in LEGACY_SIM else "")
         return {"simulated": simulated, "max_stall": cfg.max_stall, "mode": self.drives.mode.name.lower(),
-                "period": self.loop.period, "pid": os.getpid()}
+                "period": self.loop.period, "pid": os.getpid(), "summary": summary}
 
     # ------------------------------------------------------------------ the loop thread
     def on_cycle(self, out) -> None:
@@ -387,6 +389,27 @@ class LoopProcess:
             except Exception as e:  # noqa: BLE001
                 state += f"; close failed: {e}"
         return state
+
+
+#: the simulated drives' names before the drive buses declared their parameters
+LEGACY_SIM = ("sim", "mock")
+
+
+def open_drives(spec):
+    """The drive set of the bus ``spec.backend`` from its own parameters in ``spec.params``.
+
+    The node passes all its parameter values and names no bus; this maps them to the options of
+    today's ``make_drives``. Once each bus declares its parameter block (the drive-bus registry,
+    ``make_drives(name, robot, params, rate)``) this is that one call."""
+    p, rate = spec.params, float(spec.config.rate)
+    if spec.backend in LEGACY_SIM:
+        return make_drives("sim", spec.robot, true_robot=p.get("true_robot") or spec.robot,
+                           plant=p.get("plant", "explicit"), payload=float(p.get("sim_payload", 0.0)),
+                           torque_noise=float(p.get("sim_torque_noise", 0.02)),
+                           velocity_noise=float(p.get("sim_velocity_noise", 0.0)),
+                           counts_per_rev=int(p.get("sim_counts_per_rev", 2 ** 17)))
+    return make_drives(spec.backend, spec.robot, interface=p.get("can_interface", "virtual"),
+                       channel=p.get("can_channel", "vcan0"), drives_config=p.get("drives_config", ""), rate=rate)
 
 
 def _fd_socket(fd: int) -> socket.socket:

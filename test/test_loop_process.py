@@ -28,7 +28,7 @@ MODEL = model_for(ROBOT)
 
 def spec(clock="sim", rtf=0.0, **kw):
     cfg = kw.pop("config", None) or LoopConfig(rate=500.0)
-    return LoopSpec(robot=ROBOT, backend="sim", options=dict(torque_noise=0.0), config=cfg, clock=clock,
+    return LoopSpec(robot=ROBOT, backend="sim", params={"sim_torque_noise": 0.0}, config=cfg, clock=clock,
                     real_time_factor=rtf, **kw)
 
 

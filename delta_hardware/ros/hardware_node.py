@@ -107,14 +107,14 @@ class HardwareNode(LifecycleNode):
         try:
             check_parameters(p)
             sim_time = bool(self.get_parameter("use_sim_time").value)
-            self.refusal = other_stack(self, owns_clock=sim_time)
-            if self.refusal:
-                raise ValueError(self.refusal)
             spec = loop_spec(p, sim_time, feedforward_topic=self.resolve_topic_name("delta/feedforward"))
             self.model = model_for(spec.robot)
             self.rules = LoopRules(self.model, spec.config.rate, float(p["max_command_step"]))
             for name in ("kp", "kd"):
                 self.rules.check_gain(name, p[name])
+            self.refusal = other_stack(self, owns_clock=sim_time)        # before the drives are opened
+            if self.refusal:
+                raise ValueError(self.refusal)
             self.loop = LoopClient(spec, self._on_loop_failure, self._on_loop_failure, self.requests.on_refusal)
             info = self.loop.start()
             self.refusal = other_stack(self, owns_clock=sim_time, wait=0.0)   # discovered while it started
@@ -133,7 +133,7 @@ class HardwareNode(LifecycleNode):
         self._create_entities(p)
         clock = (f"simulated time (real_time_factor {spec.real_time_factor:g})" if self.owns_time
                  else f"steady clock, max_stall {info['max_stall'] * 1e3:.0f} ms")
-        hw = p["hardware"] + (f" (plant {p['plant']})" if spec.backend == "sim" else "")
+        hw = p["hardware"] + (f" ({info['summary']})" if info.get("summary") else "")
         self.get_logger().info(f"configured: robot {spec.robot.name} ({spec.robot.source}), hardware {hw}, {spec.config.rate:g}"
                                f" Hz, {clock}, feedforward {spec.config.feedforward}; control loop in process {info['pid']}")
         return SUCCESS

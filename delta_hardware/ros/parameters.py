@@ -83,8 +83,7 @@ PARAMETERS = {
 
 HARDWARE = ("sim", "mock", "canopen")
 PREFIX = PREFIX_RULE
-FEEDFORWARD = ("model", "topic", "none")
-SIM_HARDWARE = ("sim", "mock")
+FEEDFORWARD = ("topic", "model", "none")
 #: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
 LOAD_TIMEOUT = 5.0
 MIN_RATE, MAX_RATE = 100.0, 2000.0
@@ -189,21 +188,12 @@ def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feed
     """The control loop's spec from the checked parameter values ``p`` (robot files read with
     ``load``); ValueError / RobotFileError naming what is wrong."""
     robot = load(p["robot"])
-    if p["hardware"] in SIM_HARDWARE:
-        backend = "sim"
-        options = dict(true_robot=load(p["true_robot"]) if p["true_robot"] else robot, plant=p["plant"],
-                       payload=float(p["sim_payload"]), torque_noise=float(p["sim_torque_noise"]),
-                       velocity_noise=float(p["sim_velocity_noise"]), counts_per_rev=int(p["sim_counts_per_rev"]))
-    else:
-        backend = p["hardware"]
-        options = dict(interface=p["can_interface"], channel=p["can_channel"], drives_config=p["drives_config"],
-                       rate=float(p["control_rate"]))
     cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
                      command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
                      feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic)
     rt = RealtimeSettings(thread_priority=int(p["thread_priority"]), cpu_affinity=int(p["cpu_affinity"]),
                           lock_memory=bool(p["lock_memory"]))
-    return LoopSpec(robot=robot, backend=backend, options=options, config=cfg,
+    return LoopSpec(robot=robot, backend=p["hardware"], params=dict(p), config=cfg,
                     clock="sim" if use_sim_time else "wall", max_stall=float(p["max_stall"]) or None,
                     feedforward_robot=load(p["feedforward_robot"]) if p["feedforward_robot"] else None,
                     realtime=rt, real_time_factor=float(p["real_time_factor"]),
