@@ -41,6 +41,13 @@ def _stop(proc, sig=signal.SIGINT, timeout=30.0):
             proc.wait(5)
 
 
+def _may_fifo() -> bool:
+    try:
+        return subprocess.run(["chrt", "-f", "45", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
 def client(seconds: float) -> dict:
     """Run in a process of its own (``--client``): wait for the node, load it, report."""
     import rclpy
@@ -109,7 +116,9 @@ def one_run(k: int, rate: float, seconds: float, busy: int, canopen: bool) -> di
         args = ["-p", "use_sim_time:=false", "-p", f"control_rate:={rate}"]
         if canopen:
             channel = f"239.74.163.2:{44000 + (os.getpid() + k) % 900}"
-            procs.append(subprocess.Popen(["delta-drive-sim", "--interface", "udp_multicast", "--channel", channel,
+            # the drives: real ones answer in hardware; their simulator gets real-time priority where allowed
+            rt = ["chrt", "-f", "45"] if _may_fifo() else []
+            procs.append(subprocess.Popen([*rt, "delta-drive-sim", "--interface", "udp_multicast", "--channel", channel,
                                            "--robot", "nt_robot", "--drives-config", "generic_cia402"],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
             time.sleep(2.0)

@@ -109,7 +109,8 @@ class LoopStats:
                 "period_p999_run_ms": 1e3 * self.period_quantile(0.999),
                 "period_max_run_ms": 1e3 * self.worst,
                 "torque_limit_hits": list(self.limit_hits), "overruns": self.overruns,
-                "feedforward_from_topic": self.ff_topic, "feedforward_from_model": self.ff_model}
+                "feedforward_from_topic": self.ff_topic, "feedforward_from_model": self.ff_model,
+                "feedforward_answers": self.n_lat}
 
 
 class LateCycles:

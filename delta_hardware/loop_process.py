@@ -199,6 +199,7 @@ class LoopProcess:
         else:
             self.thread = LoopThread(loop, self.on_cycle, clock=time.time, realtime=spec.realtime)
         self.thread.on_error = self.on_loop_error
+        self._realtime_threads()
         gc.collect()
         gc.freeze()                                     # start-up objects leave the collector's view
         self.thread.start()
@@ -310,14 +311,21 @@ class LoopProcess:
             st["drive_diagnostics"] = self.drives.diagnostics()
         return st
 
-    def _realtime_helper(self) -> None:
-        """SCHED_FIFO one level below the loop thread for a helper thread of a real-time loop."""
+    def _realtime_helper(self, tid: int = 0) -> None:
+        """SCHED_FIFO one level below the loop thread for a helper thread of a real-time loop
+        (``tid``: another thread of this process; 0: the calling one)."""
         rt = self.spec.realtime if self.spec is not None else None
         if rt is not None and rt.thread_priority and not self.sim:
             try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(max(rt.thread_priority - 1, 1)))
+                os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(max(rt.thread_priority - 1, 1)))
             except OSError:
                 pass                                      # the loop thread reports the permission
+
+    def _realtime_threads(self) -> None:
+        """Every thread of this process so far (the drives' own too: a bus receiver the loop
+        waits for) one level below the loop thread; threads started later inherit it."""
+        for tid in os.listdir("/proc/self/task"):
+            self._realtime_helper(int(tid))
 
     # ------------------------------------------------------------------ the slow steps (main thread)
     def slow_step(self, msg) -> bool:
