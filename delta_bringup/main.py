@@ -51,6 +51,21 @@ NODES = (("delta_hardware", "delta_hardware.ros.hardware_node"),
 STOP_TIMEOUT = 10.0               # s a node process gets to stop before it is killed
 
 
+EPILOG = """\
+ROS arguments: everything after --ros-args goes to every node of the stack, e.g.
+  --ros-args -p control_rate:=1000.0       a node parameter (docs/ros_interfaces.md lists them)
+  --ros-args --params-file my.yaml         more parameters from a file
+  --ros-args --log-level warn              quieter logs
+
+Examples:
+  delta-bringup                                    every node, simulated time, until Ctrl-C
+  delta-bringup --robot d3s800 --ros-args -p control_rate:=1000.0
+  delta-bringup --demo --out out/                  the scripted demo (make run)
+  delta-bringup --namespace r1 --prefix r1_        a second robot on the same network
+
+Then, in another shell: delta-ctl status, delta-ctl move 0.05 0 -0.75 --wait, delta-ctl --help."""
+
+
 def _rtf(text):
     try:
         v = float(text)
@@ -68,7 +83,8 @@ def parse_args(argv):
     else:
         ros_args = []
     ap = argparse.ArgumentParser(prog="delta-bringup", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 usage="%(prog)s [options] [--ros-args ROS_ARGS ...]", epilog=EPILOG)
     ap.add_argument("--params-file", help="ROS 2 parameter file (default: config/delta.yaml)")
     ap.add_argument("--robot", help="robot preset name or robot file, for every node")
     ap.add_argument("--hardware", choices=("sim", "mock", "canopen"), help="drive backend (mock = sim)")
@@ -122,14 +138,15 @@ def missing_ros() -> str | None:
 def check_params_file(path) -> str | None:
     """Why a ROS 2 parameter file is unusable (rcl would fail with a traceback), or None."""
     import yaml
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except FileNotFoundError:
-        return f"--params-file {path}: no such file"
+
+    from delta_core.text_input import TextInputError, read_text
+    try:       # a FIFO, a device, a directory, a symlink loop: refused by name, no open blocks
+        data = yaml.safe_load(read_text(path, 16 << 20, "a ROS 2 parameter file"))
+    except TextInputError as e:
+        return f"--params-file {e}"
     except OSError as e:
         return f"--params-file {path}: {e.strerror or e}"
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
+    except yaml.YAMLError as e:
         return f"--params-file {path}: not valid YAML: {e}".replace("\n", " ")
     if not isinstance(data, dict) or not all(
             isinstance(v, dict) and isinstance(v.get("ros__parameters"), dict) for v in data.values()):
@@ -264,6 +281,12 @@ def main(argv=None) -> int:
             return 2
     extra = []
     if args.demo:
+        from delta_core.paths import PathError, check_output_dir
+        try:
+            check_output_dir(args.out, "the demo's results")
+        except PathError as e:
+            print(f"delta-bringup: error: --out {e}", file=sys.stderr)
+            return 2
         from delta_bringup.demo import prepare
         try:
             extra = prepare(args)

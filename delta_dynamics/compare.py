@@ -245,7 +245,8 @@ def plot(result: Comparison, path, title: str = "") -> Path:
 def _atomic_write_bytes(path, data: bytes) -> Path:
     """``data`` to ``path`` through a temporary file and a rename (as ``atomic_write_text``)."""
     from delta_core.atomic_file import _umask
-    path = Path(path)
+    from delta_core.paths import check_output_file
+    path = check_output_file(path, "the plot")       # a directory, FIFO, device, read-only file: refused
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

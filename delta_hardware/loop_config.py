@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from delta_dynamics.algorithms import joint_space_inertia, joint_units, sample_workspace
-from delta_dynamics.kinds import kind_of
+from delta_core.robot_file import RobotFileError
+from delta_dynamics.kinds import same_kind_model
 from delta_hardware.loop_thread import RealtimeSettings
 from delta_hardware.joint_plan import TrajectoryRejected
 
@@ -56,7 +57,7 @@ class LoopSpec:
     not names; :mod:`delta_hardware.loop_process`).
 
     ``backend`` and ``params``: the drive bus by name and the node's parameter values, from which
-    the bus takes its own parameter block (:func:`delta_hardware.loop_process.open_drives`).
+    the bus takes its own parameter block (:func:`delta_hardware.drives.make_drives`).
     ``clock``: ``"sim"`` (simulated drives in simulated time: the loop owns the time) or
     ``"wall"`` (the steady clock, stamps in ROS time). ``max_stall`` None: the drives' own
     (``drives.max_stall``, else 0.25 s). ``ring``: state records kept for the node (a reader
@@ -154,10 +155,10 @@ class LoopRules:
                 raise ValueError(f"feedforward must be one of {', '.join(FEEDFORWARD)}, got {value!r}")
             return {"feedforward": value}
         if name == "feedforward_robot":
-            kind = kind_of(feedforward_robot)
-            if kind != kind_of(self.model):
-                raise ValueError(f"feedforward_robot {feedforward_robot.source or feedforward_robot.name}: a "
-                                 f"{kind} Delta, but this robot is {kind_of(self.model)}")
+            try:
+                same_kind_model(feedforward_robot, self.model, "feedforward_robot")
+            except RobotFileError as e:
+                raise ValueError(str(e)) from None
             return {"model": feedforward_robot}
         raise ValueError(f"{name} can only change while unconfigured (deactivate, cleanup, set, configure)")
 

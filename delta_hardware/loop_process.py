@@ -100,25 +100,25 @@ class LoopProcess:
         """The drives and the loop from ``spec``; what the node needs to know of them."""
         self.spec = spec
         self.model = model_for(spec.robot)
-        self.drives = open_drives(spec)
-        simulated = bool(getattr(self.drives, "simulated", False)) or spec.backend in LEGACY_SIM
+        # the bus takes its own parameter block from the node's values (delta_hardware.drives.bus)
+        self.drives = make_drives(spec.backend, spec.robot, spec.params, rate=float(spec.config.rate))
+        simulated = bool(self.drives.simulated)
         if spec.clock == "sim" and not simulated:
             raise ValueError("use_sim_time needs simulated drives (hardware sim, or delta-drive-sim on the bus): "
                              "real drives run on the steady clock")
         self.sim = spec.clock == "sim"
         cfg = spec.config
-        cfg.max_stall = float(spec.max_stall or getattr(self.drives, "max_stall", 0.25) or 0.25)
+        cfg.max_stall = float(spec.max_stall or self.drives.max_stall or 0.25)
         cfg.__post_init__()
         self.loop = ControlLoop(self.model, self.drives, cfg)
         if spec.feedforward_robot is not None:
             self.loop.reconfigure(model=model_for(spec.feedforward_robot))
-        if self.sim and hasattr(self.drives, "lockstep"):
+        if self.sim:
             self.drives.lockstep()            # simulated drives on the bus: wait for their answers
         self.start_time = float(spec.start_time)
         self.block.header["now"] = self.start_time
         self.block.header["paused"] = int(self.sim and spec.start_paused)
-        summary = getattr(self.drives, "summary", "") or (
-            f"plant {spec.params.get('plant', 'explicit')}" if spec.backend in LEGACY_SIM else "")
+        summary = self.drives.summary
         return {"simulated": simulated, "max_stall": cfg.max_stall, "mode": self.drives.mode.name.lower(),
                 "period": self.loop.period, "pid": os.getpid(), "summary": summary}
 
@@ -307,8 +307,9 @@ class LoopProcess:
             st.update(pacing_restarts=th.restarts, paused=th.paused, real_time_factor_achieved=th.achieved_factor())
         elif th is not None and getattr(th, "warnings", None):
             st["realtime_warnings"] = list(th.warnings)
-        if hasattr(self.drives, "diagnostics"):
-            st["drive_diagnostics"] = self.drives.diagnostics()
+        diag = self.drives.diagnostics() if self.drives is not None else None
+        if diag:
+            st["drive_diagnostics"] = diag
         return st
 
     def _realtime_helper(self, tid: int = 0) -> None:
@@ -400,26 +401,6 @@ class LoopProcess:
 
 
 #: the simulated drives' names before the drive buses declared their parameters
-LEGACY_SIM = ("sim", "mock")
-
-
-def open_drives(spec):
-    """The drive set of the bus ``spec.backend`` from its own parameters in ``spec.params``.
-
-    The node passes all its parameter values and names no bus; this maps them to the options of
-    today's ``make_drives``. Once each bus declares its parameter block (the drive-bus registry,
-    ``make_drives(name, robot, params, rate)``) this is that one call."""
-    p, rate = spec.params, float(spec.config.rate)
-    if spec.backend in LEGACY_SIM:
-        return make_drives("sim", spec.robot, true_robot=p.get("true_robot") or spec.robot,
-                           plant=p.get("plant", "explicit"), payload=float(p.get("sim_payload", 0.0)),
-                           torque_noise=float(p.get("sim_torque_noise", 0.02)),
-                           velocity_noise=float(p.get("sim_velocity_noise", 0.0)),
-                           counts_per_rev=int(p.get("sim_counts_per_rev", 2 ** 17)))
-    return make_drives(spec.backend, spec.robot, interface=p.get("can_interface", "virtual"),
-                       channel=p.get("can_channel", "vcan0"), drives_config=p.get("drives_config", ""), rate=rate)
-
-
 def _fd_socket(fd: int) -> socket.socket:
     return socket.socket(fileno=fd)
 

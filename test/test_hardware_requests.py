@@ -95,7 +95,7 @@ def test_the_emergency_stop_and_the_status_answer_while_a_parameter_names_a_fifo
     assert c.spin_until(lambda: status.done() and param.done(), 60)
     assert json.loads(status.result().message)["stopped"]
     res = param.result().results[0]
-    assert not res.successful and "named pipe (FIFO)" in res.reason, res.reason
+    assert not res.successful and "a FIFO" in res.reason, res.reason
     assert c.call(robot.reset, Trigger.Request()).success
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from delta_core.paths import output_file_arg
 from delta_dynamics.cli.args import (SAMPLE, CliError, float_in, info, int_in, model_for,
                                      robot_option)
 
@@ -95,7 +96,7 @@ def register(sub) -> None:
     robot_option(fp)
     fp.add_argument("--torques", required=True, metavar="CSV",
                     help="input joint data (t, q, qd, tau; f instead of tau for a linear Delta)")
-    fp.add_argument("--out", required=True, metavar="CSV", help="output trajectory")
+    fp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output trajectory")
     fp.add_argument("--method", choices=("adaptive", "semi-implicit", "rk4"), default="adaptive",
                     help="adaptive: LSODA, torques interpolated by a cubic spline; semi-implicit, "
                     "rk4: fixed steps with torques held over each row (default: adaptive)")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from delta_core.paths import output_file_arg
 from delta_dynamics.cli.args import CliError, fmt, info, model_for, robot_option, row_error, smoothing
 
 
@@ -76,7 +77,7 @@ def register(sub) -> None:
                         "velocity and acceleration from a quintic smoothing spline per axis.")
     robot_option(ip)
     ip.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory")
-    ip.add_argument("--out", required=True, metavar="CSV", help="output joint data")
+    ip.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output joint data")
     ip.add_argument("--model", default="explicit", metavar="NAME",
                     help="dynamic model: 'explicit' (Asadi & Heydari, lumped forearm; the default), "
                     "'staicu' (Staicu & Carp-Ciocardia: every body with its inertia tensor, "

@@ -10,6 +10,7 @@ world frame. ``--torques`` also writes the motor torques as joint data.
 """
 from __future__ import annotations
 
+from delta_core.paths import output_file_arg
 from delta_dynamics.cli.args import CliError, info, require_kind, robot_option, row_error, smoothing
 
 
@@ -52,8 +53,8 @@ def register(sub) -> None:
                         "(world frame) and, with --torques, the motor torques.")
     robot_option(rp)
     rp.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory (t,x,y,z[,xd..zdd])")
-    rp.add_argument("--out", required=True, metavar="CSV", help="output: reaction forces")
-    rp.add_argument("--torques", metavar="CSV", help="also write the motor torques as joint data")
+    rp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output: reaction forces")
+    rp.add_argument("--torques", metavar="CSV", type=output_file_arg, help="also write the motor torques as joint data")
     rp.add_argument("--smoothing", type=smoothing, default="auto",
                     help="position-only input: noise level in m, or auto (default: auto)")
     rp.add_argument("--no-friction", action="store_true", help="leave joint friction out of the torques")

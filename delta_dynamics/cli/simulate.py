@@ -12,8 +12,11 @@ axis, N, world frame).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
+from delta_core.paths import output_file_arg
 from delta_dynamics.cli.args import SAMPLE, CliError, count, require_kind, robot_option
 
 MODELS = ("multibody", "explicit")
@@ -69,11 +72,15 @@ def _multibody(robot, jd, args):
     from delta_dynamics.multibody.simulation import simulate
     from delta_dynamics.multibody.system import MultibodySystem
 
+    from delta_core.progress import Progress
+
     s = MultibodySystem(robot)
     hold = args.hold if args.method == "rk4" else "zero"
-    sim = simulate(s, jd.q[0], jd.qd[0], jd.t, jd.tau, method=args.method, substeps=args.substeps,
-                   stabilisation=args.stabilisation, friction=not args.no_friction,
-                   reactions=bool(args.reactions), hold=hold)
+    # a bar on a terminal, one timing line on stdout otherwise (minutes for a few seconds of motion)
+    with Progress("simulating (multibody)", total=len(jd.t), unit="rows", summary_stream=sys.stdout) as bar:
+        sim = simulate(s, jd.q[0], jd.qd[0], jd.t, jd.tau, method=args.method, substeps=args.substeps,
+                       stabilisation=args.stabilisation, friction=not args.no_friction,
+                       reactions=bool(args.reactions), hold=hold, on_step=lambda k: bar(k + 2))
     data = np.column_stack([sim.t, sim.X, sim.Xd, sim.q, sim.qd, sim.violation])
     react = reaction_table(sim.t, sim.reactions) if args.reactions else None
     note = (f"{args.method}, {sim.substeps} substep{'s' if sim.substeps > 1 else ''} per row, "
@@ -110,8 +117,8 @@ def register(sub) -> None:
     sp.add_argument("--model", choices=MODELS, default="multibody", help="plant model (default: %(default)s)")
     robot_option(sp)
     sp.add_argument("--torques", required=True, metavar="CSV", help="input joint data (t, q, qd, tau)")
-    sp.add_argument("--out", required=True, metavar="CSV", help="output: simulated states")
-    sp.add_argument("--reactions", metavar="CSV", help="multibody only: also write the joint reaction forces")
+    sp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output: simulated states")
+    sp.add_argument("--reactions", metavar="CSV", type=output_file_arg, help="multibody only: also write the joint reaction forces")
     sp.add_argument("--method", choices=("rk4", "semi-implicit"), default="rk4",
                     help="fixed-step integrator (default: rk4; semi-implicit: the plant's step)")
     sp.add_argument("--substeps", type=count, default=None,

@@ -220,7 +220,7 @@ class HardwareNode(LifecycleNode):
         r = self.requests
         self.intake = TrajectoryIntake(lambda: self.model, r.submit_points, r.reject,
                                        lambda: (int(p["max_trajectory_points"]), float(p["max_trajectory_duration"])),
-                                       prefix=self.prefix, void=self.loop.void)
+                                       prefix=self.prefix, void=self.loop.void, now=self.now)
         self._subs = r.subscriptions()
         try:
             from delta_hardware.ros.follow_joint_trajectory import FollowJointTrajectoryServer

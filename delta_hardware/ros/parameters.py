@@ -10,13 +10,13 @@ FIFO or a hung file system, is refused after :data:`LOAD_TIMEOUT` s instead of b
 from __future__ import annotations
 
 import math
-import os
-import stat
 import threading
 from dataclasses import dataclass
 
 from delta_core.robot_file import RobotFileError, load_robot, resolve_robot_path
 from delta_core.ros.names import PREFIX_RULE
+from delta_dynamics.kinds import same_kind_model
+from delta_hardware.drives import BUSES, bus_parameters
 from delta_hardware.loop_config import LoopConfig, LoopSpec
 from delta_hardware.loop_thread import RealtimeSettings
 
@@ -34,13 +34,8 @@ def _finite(v) -> bool:
 
 PARAMETERS = {
     "robot": Param("nt_robot", "the controller's robot file (preset name or path)"),
-    "hardware": Param("sim", "drive backend: sim (simulated drives; also accepted: mock) | canopen"),
-    "true_robot": Param("", "sim: physics robot file if it differs from `robot`"),
-    "plant": Param("explicit", "sim: the physics: explicit (the controller's model, fastest) | multibody | mujoco"),
-    "sim_payload": Param(0.0, "sim: kg on the platform that the controller does not know"),
-    "sim_torque_noise": Param(0.02, "sim: N m standard deviation of the measured effort"),
-    "sim_velocity_noise": Param(0.0, "sim: rad/s standard deviation of the measured velocity"),
-    "sim_counts_per_rev": Param(131072, "sim: motor encoder increments per revolution"),
+    "hardware": Param("sim", "drive bus: " + " | ".join(f"{n} ({BUSES.info(n)['description']})"
+                                                         for n in BUSES.names())),
     "real_time_factor": Param(1.0, "sim in simulated time (use_sim_time): simulated seconds per wall "
                                    "second (0: as fast as the host can)"),
     "start_paused": Param(False, "sim in simulated time: start paused at t = 0 (resume with ~/pause false)"),
@@ -76,12 +71,12 @@ PARAMETERS = {
                                    "tolerance (0: no limit, as joint_trajectory_controller's constraints.goal_time)"),
     "action_start_tolerance": Param(0.01, "rad: a FollowJointTrajectory point at time 0 may be this far from the "
                                           "setpoint and is then dropped (MoveIt's allowed_start_tolerance)"),
-    "can_interface": Param("virtual", "canopen: python-can interface"),
-    "can_channel": Param("vcan0", "canopen: channel"),
-    "drives_config": Param("", "canopen: config/drives/<name>.yaml or a path"),
 }
+#: each drive bus's own parameters (the bus declares them: delta_hardware.drives.bus)
+BUS_PARAMETERS = bus_parameters()
+PARAMETERS.update({name: Param(b.default, b.description) for name, b in BUS_PARAMETERS.items()})
 
-HARDWARE = ("sim", "mock", "canopen")
+HARDWARE = BUSES.names()
 PREFIX = PREFIX_RULE
 FEEDFORWARD = ("topic", "model", "none")
 #: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
@@ -109,11 +104,6 @@ def _rules(p: dict):
 
     yield "robot", isinstance(p["robot"], str) and bool(p["robot"].strip()), "must be a preset name or a robot file path"
     yield "hardware", p["hardware"] in HARDWARE, f"must be one of {', '.join(HARDWARE)}"
-    yield number("sim_payload", 0.0, 1000.0)
-    yield number("sim_torque_noise", 0.0, 100.0)
-    yield number("sim_velocity_noise", 0.0, 100.0)
-    yield "sim_counts_per_rev", isinstance(p["sim_counts_per_rev"], int) and 1 <= p["sim_counts_per_rev"] <= 2 ** 40, \
-        "must be an integer 1 - 2^40"
     yield number("real_time_factor", 0.0, 1000.0)
     yield number("pause_at", 0.0)
     yield number("control_rate", MIN_RATE, MAX_RATE)
@@ -124,7 +114,6 @@ def _rules(p: dict):
     yield number("command_timeout", 0.0, 3600.0, lo_open=True)
     yield number("max_command_step", 0.0, 10.0, lo_open=True)
     yield number("max_stall", 0.0, 60.0)
-    yield "plant", p["plant"] in ("explicit", "multibody", "mujoco"), "must be one of explicit, multibody, mujoco"
     yield "max_trajectory_points", isinstance(p["max_trajectory_points"], int) and \
         2 <= p["max_trajectory_points"] <= 10_000_000, "must be an integer 2 - 10000000"
     yield number("max_trajectory_duration", 0.0, 7 * 86400.0, lo_open=True)
@@ -139,6 +128,8 @@ def _rules(p: dict):
     yield number("action_start_tolerance", 0.0, 1.0)
     yield "cpu_affinity", isinstance(p["cpu_affinity"], int) and p["cpu_affinity"] >= -1, \
         "must be -1 (any CPU) or a CPU index"
+    for name, b in BUS_PARAMETERS.items():
+        yield name, b.check(p[name]), b.rule
 
 
 def check_parameters(p: dict, node: str = "delta_hardware") -> None:
@@ -149,20 +140,13 @@ def check_parameters(p: dict, node: str = "delta_hardware") -> None:
 
 
 def load_bounded(robot, timeout: float = LOAD_TIMEOUT):
-    """``load_robot(robot)`` on a thread of its own: RobotFileError if it names a FIFO, a device
-    or a socket, or does not finish within ``timeout`` s (the thread is left to its fate; the
-    caller, e.g. the node's executor, goes on)."""
+    """``load_robot(robot)`` on a thread of its own: RobotFileError if it names a FIFO, a device,
+    a socket or a directory (:func:`~delta_core.robot_file.resolve_robot_path`, nothing opened),
+    or does not finish within ``timeout`` s (a hung file system: the thread is left to its fate;
+    the caller, e.g. the node's executor, goes on)."""
     if not isinstance(robot, str):
         return load_robot(robot)
     path = resolve_robot_path(robot)
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        raise RobotFileError(f"{path}: cannot read: {e.strerror or e}") from None
-    if not stat.S_ISREG(mode):
-        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-        raise RobotFileError(f"{path}: {kind}, not a robot file")
     result = []
     worker = threading.Thread(target=lambda: result.append(_attempt(load_robot, path)), daemon=True,
                               name="delta_robot_file")
@@ -183,6 +167,15 @@ def _attempt(fn, *args):
         return None, e
 
 
+def same_kind(params, driven, what: str = "feedforward_robot"):
+    """``params`` (a loaded robot file) if it is of the kind of ``driven`` (the robot driven);
+    else RobotFileError naming ``what``, the file and both kinds (as
+    :func:`delta_dynamics.kinds.same_kind_model`, which it calls: a model of a linear Delta on a
+    rotary one computes forces for carriages that are not there)."""
+    same_kind_model(params, driven, what)
+    return params
+
+
 def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feedforward",
               load=load_bounded) -> LoopSpec:
     """The control loop's spec from the checked parameter values ``p`` (robot files read with
@@ -195,6 +188,7 @@ def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feed
                           lock_memory=bool(p["lock_memory"]))
     return LoopSpec(robot=robot, backend=p["hardware"], params=dict(p), config=cfg,
                     clock="sim" if use_sim_time else "wall", max_stall=float(p["max_stall"]) or None,
-                    feedforward_robot=load(p["feedforward_robot"]) if p["feedforward_robot"] else None,
+                    feedforward_robot=same_kind(load(p["feedforward_robot"]), robot, "feedforward_robot")
+                    if p["feedforward_robot"] else None,
                     realtime=rt, real_time_factor=float(p["real_time_factor"]),
                     start_paused=bool(p["start_paused"]), pause_at=float(p["pause_at"]))
