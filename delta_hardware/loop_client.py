@@ -212,11 +212,11 @@ class LoopClient:
                 if slot is not None:
                     slot[1] = msg
                     slot[0].set()
-                elif not msg["ok"] and self.on_refusal is not None and msg["re"] != 0:
+                elif not msg["ok"] and self.on_refusal is not None and msg["re"] != 0 and not self._closing:
                     self.on_refusal(msg.get("op", ""), msg["message"])
             elif msg.get("op") == "failed":
                 self.failure = msg["message"]
-                if self.on_failure is not None:
+                if self.on_failure is not None and not self._closing:    # no callback into a node being destroyed
                     self.on_failure(msg["message"])
         if not self._closing:
             code = self.proc.wait(5) if self.proc is not None else None
