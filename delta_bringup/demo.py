@@ -72,7 +72,7 @@ def _linear_truth(m, f):
 
 
 #: how the simulated robot differs from its robot file, per kind of robot
-_TRUTH = {"rotary": _rotary_truth, "prismatic": _linear_truth}
+_TRUTH = {"rotary": _rotary_truth, "linear": _linear_truth}
 
 
 def true_robot(nominal):

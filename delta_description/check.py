@@ -73,7 +73,7 @@ class _Kind:
 
     def __init__(self, robot: RobotParameters):
         g, mp = robot.geometry, robot.mass
-        self.linear = robot.type == "prismatic"
+        self.linear = robot.type == "linear"
         if self.linear:
             self.angles, self.radius = g.rail_angles_deg, g.rail_radius
             self.spacing, self.length, self.length_field = g.rod_spacing, g.rod_length, "rod_length"

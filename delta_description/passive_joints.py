@@ -67,7 +67,7 @@ def rod_joint_names(chain: int, side: str) -> tuple:
 
 def link_joint_names(robot, chain: int, side: str) -> tuple:
     """(bend, tilt) joint names of the passive link (forearm bar or rod) ``side`` of ``chain``."""
-    return (rod_joint_names if kind_of(robot) == "prismatic" else bar_joint_names)(chain, side)
+    return (rod_joint_names if kind_of(robot) == "linear" else bar_joint_names)(chain, side)
 
 
 def forearm_joint_names(robot=None) -> tuple:
@@ -220,7 +220,7 @@ def full_joint_state(m, q, qd=None) -> FullJointState:
     q = np.asarray(q, dtype=float).reshape(3)
     if qd is not None:
         qd = np.asarray(qd, dtype=float).reshape(3)
-    X, Xd, ang, rate = (_linear_state if kind_of(m) == "prismatic" else _rotary_state)(m, q, qd)
+    X, Xd, ang, rate = (_linear_state if kind_of(m) == "linear" else _rotary_state)(m, q, qd)
     pos = [*q, *X]
     vel = None if qd is None else [*qd, *Xd]
     for i in range(3):

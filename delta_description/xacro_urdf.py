@@ -38,7 +38,7 @@ FIXED_NAMES_LINEAR = tuple(f"rail_{i}_joint" for i in (1, 2, 3)) + ("tool0_joint
 
 def fixed_joint_names(robot) -> tuple:
     """The fixed joints the xacro generates for ``robot``'s kind."""
-    return FIXED_NAMES_LINEAR if getattr(robot, "type", "rotary") == "prismatic" else FIXED_NAMES
+    return FIXED_NAMES_LINEAR if getattr(robot, "type", "rotary") == "linear" else FIXED_NAMES
 
 
 class DescriptionError(ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_core.plausibility import check_bound
+from delta_core.robot_file import check_bound
 from delta_core.robot_file import RobotFileError
 
 

@@ -18,7 +18,7 @@ gives the units and CSV column names of a model's joints.
 
 >>> m = model_for("colombo2020")
 >>> m.ops.kind.name, m.ops.inverse_kinematics(m, [0.0, 0.0, 0.05]).round(4).tolist()
-('prismatic', [0.2372, 0.2372, 0.2372])
+('linear', [0.2372, 0.2372, 0.2372])
 >>> joint_units(m)["effort"], joint_units(model_for("nt_robot"))["effort"]
 ('N', 'N m')
 """
@@ -74,13 +74,13 @@ KINDS = {
                    "delta_dynamics",
                    "delta_dynamics.identification.regressors:parameter_set",
                    "delta_dynamics.identification.robot_update:physical_from_lumped",
-                   "delta_core.plausibility:LUMPED_BOUNDS", _ROTARY_UNITS),
-    "prismatic": Kind("prismatic", "delta_dynamics.prismatic.model:PrismaticDeltaModel",
+                   "delta_dynamics.model:LUMPED_BOUNDS", _ROTARY_UNITS),
+    "linear": Kind("linear", "delta_dynamics.prismatic.model:PrismaticDeltaModel",
                       "delta_dynamics.prismatic.model:PrismaticParameters",
                       "delta_dynamics.prismatic",
                       "delta_dynamics.prismatic.identification:parameter_set_for",
                       "delta_dynamics.prismatic.identification:physical_from_lumped",
-                      "delta_core.plausibility:PRISMATIC_LUMPED_BOUNDS", _PRISMATIC_UNITS),
+                      "delta_dynamics.prismatic.model:LUMPED_BOUNDS", _PRISMATIC_UNITS),
 }
 
 
@@ -162,7 +162,7 @@ class ops:
 
 
 def kind_of(model_or_robot) -> str:
-    """``"rotary"`` or ``"prismatic"`` for a model or loaded robot parameters."""
+    """``"rotary"`` or ``"linear"`` for a model or loaded robot parameters."""
     kind = getattr(model_or_robot, "kind", None)
     if kind is None:
         robot = getattr(model_or_robot, "robot", model_or_robot)

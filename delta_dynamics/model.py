@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_core.robot_file import RobotParameters, load_robot
+from delta_core.robot_file import Bound, RobotParameters, load_robot
+from delta_core.robot_file.rotary import BOUNDS as ROBOT_FILE_BOUNDS
 from delta_dynamics.kinds import ops
 
 #: Order of the lumped parameters in :meth:`DynamicParameters.as_vector` and in the regressor.
@@ -37,6 +38,18 @@ PARAMETER_NAMES = (
     "viscous_1", "viscous_2", "viscous_3",
     "coulomb_1", "coulomb_2", "coulomb_3",
 )
+
+#: Plausibility bounds of the lumped parameters an identified robot file carries in
+#: ``metadata.identified.lumped_parameters`` (checked by the model that uses them), by kind of
+#: parameter.
+LUMPED_BOUNDS = {
+    "mass": Bound(0.0, 5000.0, "kg", "the lumped masses of a Delta robot (platform, payload "
+                                     "and three forearms)"),
+    "inertia": Bound(0.0, 1e7, "kg m^2", "an arm's lumped inertia with its reflected rotor"),
+    "moment": Bound(-1e4, 1e4, "kg m", "an arm's lumped first moment of mass"),
+    "viscous": ROBOT_FILE_BOUNDS["friction.viscous"],
+    "coulomb": ROBOT_FILE_BOUNDS["friction.coulomb"],
+}
 
 
 def forearm_point_masses(mass: float, inertia: float, com_ratio: float, length: float):
@@ -111,7 +124,6 @@ class DynamicParameters:
 def _identified_parameters(robot: RobotParameters) -> "DynamicParameters | None":
     """``metadata.identified.lumped_parameters`` ({names, values, static}) of an identified
     robot file as DynamicParameters, or None; a malformed entry raises RobotFileError."""
-    from delta_core.plausibility import LUMPED_BOUNDS
     from delta_dynamics.identified_lumped import read_identified_lumped
     kinds = ["mass", "mass"] + ["inertia"] * 3 + ["moment"] * 3 + ["viscous"] * 3 + ["coulomb"] * 3
     kind_of = {**dict(zip(PARAMETER_NAMES, kinds)), **{f"static_{j}": "coulomb" for j in (1, 2, 3)}}

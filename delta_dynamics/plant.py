@@ -117,7 +117,7 @@ PLANTS = {"explicit": "delta_dynamics.plant:explicit_plant",
           "mujoco": "delta_dynamics.mujoco_model.plant:MujocoPlant"}
 
 #: The robot kinds (``type``) each plant models.
-PLANT_KINDS = {"explicit": ("rotary", "prismatic"), "multibody": ("rotary",), "mujoco": ("rotary",)}
+PLANT_KINDS = {"explicit": ("rotary", "linear"), "multibody": ("rotary",), "mujoco": ("rotary",)}
 
 
 def explicit_plant(robot) -> ExplicitPlant:
@@ -135,7 +135,7 @@ def make_plant(kind: str, robot) -> Plant:
     if rtype not in PLANT_KINDS[kind]:
         can = [k for k, kinds in PLANT_KINDS.items() if rtype in kinds]
         raise ValueError(f"plant {kind} models rotary Delta robots only; robot {robot.name} is a {rtype} "
-                         f"(linear) Delta: use plant {' or '.join(can)}")
+                         f"Delta: use plant {' or '.join(can)}")
     import importlib
     module, _, name = PLANTS[kind].partition(":")
     try:

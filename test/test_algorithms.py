@@ -22,12 +22,12 @@ def model(request):
 
 def test_model_for_builds_the_kind_the_robot_file_names():
     assert type(model_for("nt_robot")) is DeltaModel and model_for("nt_robot").kind == "rotary"
-    assert type(model_for("colombo2020")) is PrismaticDeltaModel and model_for("colombo2020").kind == "prismatic"
+    assert type(model_for("colombo2020")) is PrismaticDeltaModel and model_for("colombo2020").kind == "linear"
     assert model_for("linear_delta_xl", friction=False).viscous == (0.0, 0.0, 0.0)
 
 
 def test_the_table_is_cached_on_the_model_class_after_first_use():
-    for cls, kind in ((DeltaModel, "rotary"), (PrismaticDeltaModel, "prismatic")):
+    for cls, kind in ((DeltaModel, "rotary"), (PrismaticDeltaModel, "linear")):
         m = model_for("nt_robot" if kind == "rotary" else "colombo2020")
         t = m.ops
         assert isinstance(t, KindTable) and t.kind.name == kind
@@ -57,10 +57,10 @@ def test_a_kind_missing_a_function_is_refused_by_name(monkeypatch):
             setattr(mod, fn, getattr(src, fn))
         monkeypatch.setitem(sys.modules, f"{pkg}.{name}", mod)
     del sys.modules[f"{pkg}.dynamics"].regressor
-    kind = Kind("fake", KINDS["prismatic"].model, KINDS["prismatic"].parameters, pkg, "x:y", "x:y", "x:y")
+    kind = Kind("fake", KINDS["linear"].model, KINDS["linear"].parameters, pkg, "x:y", "x:y", "x:y")
     with pytest.raises(TypeError, match=r"robot kind 'fake' does not implement fake_delta_kind\.dynamics\.regressor"):
         KindTable(kind)
-    with pytest.raises(ValueError, match="unknown robot kind 'spherical': one of rotary, prismatic"):
+    with pytest.raises(ValueError, match="unknown robot kind 'spherical': one of rotary, linear"):
         table("spherical")
 
 

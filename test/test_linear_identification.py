@@ -80,7 +80,7 @@ def test_the_excitation_moves_the_carriages_inside_every_limit(excitation, tmp_p
 
 def _check_identified(path, truth, rtol=0.03):
     robot = load_robot(path)
-    assert robot.type == "prismatic" and robot.metadata["identified"]["tool"] == "delta-identify"
+    assert robot.type == "linear" and robot.metadata["identified"]["tool"] == "delta-identify"
     lp = robot.metadata["identified"]["lumped_parameters"]
     assert lp["names"] == list(alg.parameter_names(NOMINAL))
     model = model_for(robot)

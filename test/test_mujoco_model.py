@@ -51,10 +51,10 @@ def test_the_bodies_come_from_the_robot_file():
     assert f'frictionloss="{robot.friction.coulomb[0]!r}"' in xml
 
 
-def test_a_prismatic_robot_or_bad_settings_are_refused():
+def test_a_linear_robot_or_bad_settings_are_refused():
     robot = load_robot("nt_robot")
     with pytest.raises(ValueError, match="rotary"):
-        mjcf.mjcf_xml(robot.replace(type="prismatic"))
+        mjcf.mjcf_xml(robot.replace(type="linear"))
     with pytest.raises(ValueError, match="timestep"):
         mjcf.SolverSettings(timestep=0.0)
     with pytest.raises(ValueError, match="solref"):

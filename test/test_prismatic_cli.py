@@ -86,7 +86,7 @@ def test_tool_needs_a_robot_and_rotary_only_commands_say_so(tmp_path, capsys):
     code, _, err = run(capsys, "reactions", "--robot", "colombo2020", "--trajectory", traj,
                        "--out", tmp_path / "r.csv")
     assert code == 2 and err.startswith(ERROR)
-    assert "colombo2020 (colombo2020) is a prismatic Delta; this command handles rotary robots only" in err
+    assert "colombo2020 (colombo2020) is a linear Delta; this command handles rotary robots only" in err
     assert not (tmp_path / "r.csv").exists()
 
 
@@ -150,4 +150,4 @@ def test_joint_data_of_the_other_kind_is_refused_with_a_hint(tmp_path, capsys):
     assert "the file holds torques tau1..3, a rotary Delta's, but the robot is a linear Delta" in err
     code, _, err = run(capsys, "simulate", "--model", "multibody", "--robot", "colombo2020", "--torques", tq,
                        "--out", tmp_path / "o.csv")
-    assert code == 2 and "is a prismatic Delta; this command handles rotary robots only" in err
+    assert code == 2 and "is a linear Delta; this command handles rotary robots only" in err

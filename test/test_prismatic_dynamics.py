@@ -371,7 +371,7 @@ def test_model_parameters_from_the_robot_file():
     assert p.as_vector().tolist() == m.params.as_vector().tolist()
     with pytest.raises(AttributeError, match="immutable"):
         m.m_x = 1.0
-    with pytest.raises(ValueError, match="type 'rotary'.*needs a 'prismatic' robot file"):
+    with pytest.raises(ValueError, match="type 'rotary'.*needs a 'linear' robot file"):
         PrismaticDeltaModel.from_robot("nt_robot")
     with pytest.raises(ValueError, match="rods must be one of full, lumped"):
         PrismaticDeltaModel.from_robot("colombo2020", rods="half")

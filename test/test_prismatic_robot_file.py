@@ -7,8 +7,8 @@ import math
 import pytest
 import yaml
 
-from delta_core.robot_file import (PrismaticLimits, PrismaticRobotParameters, RobotFileError,
-                                   RobotParameters, list_presets, load_robot, save_robot)
+from delta_core.robot_file import (LinearGeometry, LinearLimits, RobotFileError, RobotParameters, list_presets,
+                                   load_robot, save_robot)
 
 
 def preset_dict(name="colombo2020"):
@@ -25,8 +25,8 @@ def write(tmp_path, d, name="x.yaml"):
 def test_presets_load_and_round_trip(tmp_path, name):
     assert name in list_presets()
     r = load_robot(name)
-    assert isinstance(r, PrismaticRobotParameters) and isinstance(r, RobotParameters)
-    assert r.type == "prismatic"
+    assert isinstance(r, RobotParameters) and isinstance(r.geometry, LinearGeometry)
+    assert r.type == "linear"
     out = save_robot(r, tmp_path / f"{name}.yaml", header="copy")
     r2 = load_robot(out)
     assert r2.replace(source=r.source) == r
@@ -53,7 +53,7 @@ def test_drive_and_limits_speak_the_rotary_robots_language():
     assert d.gear_ratio == pytest.approx(2 * math.pi / 0.15)
     assert d.reflected_inertia == pytest.approx(1.74e-4 * (2 * math.pi / 0.15) ** 2)
     assert d.torque_constant * d.gear_ratio == pytest.approx(0.636 * 2 * math.pi / 0.15)   # N per A
-    assert isinstance(r.limits, PrismaticLimits) and r.limits.effort == r.limits.force == (400.0,) * 3
+    assert isinstance(r.limits, LinearLimits) and r.limits.effort == r.limits.force == (400.0,) * 3
     rot = load_robot("nt_robot")
     assert rot.limits.effort == rot.limits.torque
 
@@ -138,7 +138,17 @@ def test_missing_fields_are_named_and_optional_ones_default(tmp_path):
     assert r.mass.payload_mass == 0.0 and r.mass.motor.torque_constant == 1.0
 
 
-def test_a_prismatic_file_without_a_type_is_read_as_rotary(tmp_path):
+def test_a_file_of_the_old_type_name_prismatic_loads_as_linear(tmp_path):
+    """Existing users' files say ``type: prismatic``: they load, as the linear kind, and saving
+    writes the kind's name."""
+    d = preset_dict()
+    d["type"] = "prismatic"
+    r = load_robot(write(tmp_path, d))
+    assert r.type == "linear" and r == load_robot("colombo2020").replace(source=r.source)
+    assert yaml.safe_load(save_robot(r, tmp_path / "y.yaml").read_text())["type"] == "linear"
+
+
+def test_a_linear_file_without_a_type_is_read_as_rotary(tmp_path):
     d = preset_dict()
     del d["type"]
     with pytest.raises(RobotFileError, match=r"geometry.rail_\w+ is not a known field \(known here: base_radius"):

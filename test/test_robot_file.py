@@ -63,9 +63,10 @@ def test_save_never_writes_an_invalid_file_and_keeps_the_old_one(tmp_path):
     ("limits.velocity", [1, 1, 0], r"limits.velocity\[2\] must be > 0, got 0"),
     ("joint_names", ["a", "a", "b"], "joint_names must be 3 different names"),
     ("joint_names", "arm", "joint_names must be a list of 3 non-empty names"),
-    # a rotary file declared prismatic: its rotary fields are not those of a linear Delta
+    # a rotary file declared linear (or prismatic, the old name): its fields are not a linear Delta's
+    ("type", "linear", r"geometry.base_radius is not a known field \(known here: rail_radius, "),
     ("type", "prismatic", r"geometry.base_radius is not a known field \(known here: rail_radius, "),
-    ("type", "linear", "type must be one of rotary, prismatic, got 'linear'"),
+    ("type", "cable", r"type must be one of rotary, linear \(or prismatic \(the old name of linear\)\), got 'cable'"),
     ("gravity", -9.8, "gravity must be >= 0, got -9.8"),
 ])
 def test_each_bad_value_is_named_with_file_field_and_rule(tmp_path, path, value, message):

@@ -158,7 +158,7 @@ def smoothing(text: str):
         raise argparse.ArgumentTypeError(f"{e} (give 'auto' or a noise level in m)") from None
 
 
-ALL_KINDS = ("rotary", "prismatic")
+ALL_KINDS = ("rotary", "linear")
 
 
 def require_kind(params, robot: str, kinds=("rotary",)):

@@ -536,7 +536,7 @@ def read_joint_data(path, robot=None, topic: str = "/joint_states", effort: str 
                                   "--effort current applies to bags")
     col = None
     if robot is not None:
-        col = "f" if getattr(robot, "type", "rotary") == "prismatic" else "tau"
+        col = "f" if getattr(robot, "type", "rotary") == "linear" else "tau"
     return read_csv(p, effort_column=col)
 
 

@@ -252,11 +252,11 @@ def result_problems(result: Result, model) -> list:
     """Why an estimate must not become a robot file, as text (empty: fine): a mass, inertia or
     friction parameter < 0 (``bounded`` and ``pso`` keep them >= 0; OLS and the others may
     not), lumped parameters outside their plausibility bounds
-    (:data:`delta_core.plausibility.LUMPED_BOUNDS`, ``PRISMATIC_LUMPED_BOUNDS`` for a linear
+    (the ``LUMPED_BOUNDS`` of the model's kind, rotary or linear
     Delta: the kind's ``lumped_bounds``), or a fitness (eq. 41) that is not finite
     or < 0 on the fitting data: the model then explains a joint's torque worse than no model
     (an effort of the wrong sign, unit or joint order, or torques unrelated to the motion)."""
-    from delta_core.plausibility import check_bound
+    from delta_core.robot_file import check_bound
     from delta_dynamics.algorithms import parameter_names
 
     out = [f"{n} = {v:.4g} {u} < 0" for n, u, v, nn in

@@ -75,8 +75,8 @@ class PrismaticParameterSet(ParameterSet):
 
 
 def parameter_set(stribeck: bool = False) -> PrismaticParameterSet:
-    """The linear Delta's parameter set (key ``"prismatic"``), with Stribeck columns if asked."""
-    return PrismaticParameterSet("prismatic", PARAMETER_NAMES + (STRIBECK_NAMES if stribeck else ()), stribeck)
+    """The linear Delta's parameter set (key ``"linear"``), with Stribeck columns if asked."""
+    return PrismaticParameterSet("linear", PARAMETER_NAMES + (STRIBECK_NAMES if stribeck else ()), stribeck)
 
 
 def parameter_set_for(key: str = "explicit", stribeck: bool = False) -> PrismaticParameterSet:
@@ -87,7 +87,7 @@ def parameter_set_for(key: str = "explicit", stribeck: bool = False) -> Prismati
     >>> parameter_set_for("explicit", stribeck=True).names[-1]
     'static_3'
     """
-    if key in ("explicit", "prismatic"):
+    if key in ("explicit", "linear"):
         return parameter_set(stribeck)
     if key == "kim":
         raise IdentificationError("the kim parameter set (Kim et al. 2022, eq. 30) describes a rotary Delta "

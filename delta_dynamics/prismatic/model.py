@@ -39,7 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_core.robot_file import PrismaticRobotParameters, load_robot
+from delta_core.robot_file import Bound, RobotParameters, load_robot
+from delta_core.robot_file.linear import BOUNDS as ROBOT_FILE_BOUNDS
 from delta_dynamics.kinds import ops
 
 #: Order of the lumped parameters in :meth:`PrismaticParameters.as_vector` and in the regressor
@@ -62,6 +63,17 @@ PARAMETER_KINDS = {
     **{f"static_{i}": "coulomb" for i in (1, 2, 3)},
 }
 UNITS = {"mass": "kg", "rod_rotation": "kg", "viscous": "N s/m", "coulomb": "N"}
+
+#: Plausibility bounds of the lumped parameters an identified robot file carries, by kind of
+#: parameter (masses in kg, the rods' rotational correction m_r in kg, friction per carriage in
+#: N s/m and N).
+LUMPED_BOUNDS = {
+    "mass": Bound(0.0, 5000.0, "kg", "the lumped masses of a linear Delta robot (platform, payload, "
+                                     "rods, carriages and reflected rotors)"),
+    "rod_rotation": Bound(-500.0, 500.0, "kg", "a rod pair's rotational correction m_r"),
+    "viscous": ROBOT_FILE_BOUNDS["friction.viscous"],
+    "coulomb": ROBOT_FILE_BOUNDS["friction.coulomb"],
+}
 
 #: How the rods enter the model: "full" (rigid rods with their inertia) or "lumped" (the
 #: paper's Fig. 2: half of each rod at each of its joints, m_r = 0).
@@ -114,7 +126,7 @@ class PrismaticParameters:
                    stribeck_velocity=stribeck_velocity, smoothing_velocity=smoothing_velocity)
 
     @classmethod
-    def from_robot(cls, robot: PrismaticRobotParameters, rods: str = "full") -> "PrismaticParameters":
+    def from_robot(cls, robot: RobotParameters, rods: str = "full") -> "PrismaticParameters":
         """The lumped parameters of a robot file: the identified values when the file holds
         ``metadata.identified.lumped_parameters`` (with these names), else derived from its
         physical fields; ``rods="lumped"`` sets m_r = 0 (the paper's model)."""
@@ -141,9 +153,8 @@ class PrismaticParameters:
 def _identified_parameters(robot) -> "PrismaticParameters | None":
     """``metadata.identified.lumped_parameters`` ({names, values, static}) as
     PrismaticParameters, or None; a malformed entry raises RobotFileError."""
-    from delta_core.plausibility import PRISMATIC_LUMPED_BOUNDS
     from delta_dynamics.identified_lumped import read_identified_lumped
-    found = read_identified_lumped(robot, PARAMETER_NAMES, PARAMETER_KINDS, PRISMATIC_LUMPED_BOUNDS, "forces")
+    found = read_identified_lumped(robot, PARAMETER_NAMES, PARAMETER_KINDS, LUMPED_BOUNDS, "forces")
     if found is None:
         return None
     v, static = found
@@ -169,20 +180,20 @@ class PrismaticDeltaModel:
     (0.56, -0.006664, (0.27, 0.27, 0.27))
     """
 
-    kind = "prismatic"
-    ops = ops("prismatic")       # the algorithm table (delta_dynamics.kinds, delta_dynamics.algorithms)
+    kind = "linear"
+    ops = ops("linear")       # the algorithm table (delta_dynamics.kinds, delta_dynamics.algorithms)
 
     __slots__ = ("robot", "params", "rods", "R", "r", "l", "l2", "cx", "cy", "cphi", "sphi",
                  "tool_offset", "g", "m_x", "m_r", "carriage_inertia", "carriage_mass",
                  "viscous", "coulomb", "static", "v_stribeck", "v_smooth", "stribeck",
                  "q_lo", "q_hi")
 
-    def __init__(self, robot: PrismaticRobotParameters, params: PrismaticParameters | None = None,
+    def __init__(self, robot: RobotParameters, params: PrismaticParameters | None = None,
                  rods: str = "full"):
-        if getattr(robot, "type", None) != "prismatic":
+        if getattr(robot, "type", None) != "linear":
             raise ValueError(f"robot {getattr(robot, 'name', robot)!r} is of type "
                              f"{getattr(robot, 'type', None)!r}; PrismaticDeltaModel needs a "
-                             "'prismatic' robot file (use delta_dynamics.model.DeltaModel for a rotary one)")
+                             "'linear' robot file (use delta_dynamics.model.DeltaModel for a rotary one)")
         geo = robot.geometry
         p = params if params is not None else PrismaticParameters.from_robot(robot, rods)
         s = object.__setattr__
@@ -217,7 +228,7 @@ class PrismaticDeltaModel:
         raise AttributeError("PrismaticDeltaModel is immutable; build a new one (with_parameters)")
 
     @classmethod
-    def from_robot(cls, robot: str | os.PathLike | PrismaticRobotParameters,
+    def from_robot(cls, robot: str | os.PathLike | RobotParameters,
                    rods: str = "full") -> "PrismaticDeltaModel":
         """A model from a preset name, a robot file path or loaded robot parameters.
         ``rods``: ``"full"`` (rigid rods with their inertia, the default) or ``"lumped"``

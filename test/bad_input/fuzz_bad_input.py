@@ -85,7 +85,7 @@ REQUIRED = ["name", "joint_names", "geometry.base_radius", "geometry.platform_ra
 
 
 def _numeric_paths():
-    from delta_core.plausibility import BOUNDS
+    from delta_core.robot_file.rotary import BOUNDS
     out = []
     for path in BOUNDS:
         node = BASE
@@ -115,8 +115,9 @@ def _delete(d, path):
 
 
 def _bad_number(rng, path):
-    from delta_core.plausibility import bound_for
-    b = bound_for(path)
+    from delta_core.robot_file.bounds import bound_for
+    from delta_core.robot_file.rotary import BOUNDS
+    b = bound_for(path, BOUNDS)
     pool = [float("nan"), float("inf"), -float("inf"), "abc", "1e5", True, None, [1, 2], {"a": 1},
             b.hi * (1 + rng.random()) + 1.0, 10 ** rng.randint(101, 300), "9" * rng.randint(1, 50) + "x"]
     if b.lo > -1e6:

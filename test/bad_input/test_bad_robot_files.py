@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from delta_core import plausibility
-from delta_core.robot_file import SCHEMA, RobotFileError, load_robot
+from delta_core.robot_file import RobotFileError, linear, load_robot, rotary
+from delta_core.robot_file.bounds import markdown_table
 from delta_dynamics.model import DeltaModel
 
 from bad_input_harness import NT_ROBOT, Case, check_case
@@ -186,13 +186,13 @@ def _numeric_leaves(schema, where=""):
 
 
 def test_every_numeric_field_has_a_plausibility_bound():
-    """A new numeric field needs its row in delta_core/plausibility.py (and in the docs)."""
-    from delta_core.robot_file import PRISMATIC_SCHEMA
-    missing = [p for p in _numeric_leaves(SCHEMA) if p not in plausibility.BOUNDS]
-    missing += [p for p in _numeric_leaves(PRISMATIC_SCHEMA) if p not in plausibility.PRISMATIC_BOUNDS]
+    """A new numeric field needs its row in its kind's BOUNDS (delta_core/robot_file/<kind>.py)
+    and in the docs."""
+    missing = [p for kind in (rotary, linear) for p in _numeric_leaves(kind.SCHEMA) if p not in kind.BOUNDS]
     assert not missing, f"add plausibility bounds for {missing}"
-    for path, b in plausibility.BOUNDS.items():
-        assert b.lo < b.hi and math.isfinite(b.lo) and math.isfinite(b.hi), path
+    for kind in (rotary, linear):
+        for path, b in kind.BOUNDS.items():
+            assert b.lo < b.hi and math.isfinite(b.lo) and math.isfinite(b.hi), path
 
 
 def test_presets_lie_well_inside_the_bounds():
@@ -204,8 +204,8 @@ def test_presets_lie_well_inside_the_bounds():
 def test_docs_list_the_bounds():
     from delta_core.share import share_file
     doc = (share_file("config").parent / "docs" / "robot_file.md").read_text(encoding="utf-8")
-    assert plausibility.markdown_table() in doc and plausibility.markdown_table(plausibility.PRISMATIC_BOUNDS) in doc, \
-        "docs/robot_file.md: paste delta_core.plausibility.markdown_table() into it"
+    assert markdown_table(rotary.BOUNDS) in doc and markdown_table(linear.BOUNDS) in doc, \
+        "docs/robot_file.md: paste delta_core.robot_file.bounds.markdown_table(<kind>.BOUNDS) into it"
 
 
 # ----------------------------------------------------------------------------- through the CLI
