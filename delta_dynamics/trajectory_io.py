@@ -34,7 +34,7 @@ import numpy as np
 from delta_core.atomic_file import atomic_write_chunks
 from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
 from delta_dynamics.limits import MAX_SAMPLES
-from delta_dynamics.trajectories import Trajectory
+from delta_dynamics.common.trajectory import Trajectory
 
 TRAJECTORY_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "xdd", "ydd", "zdd")
 POSITION_COLUMNS = ("t", "x", "y", "z")
@@ -415,7 +415,7 @@ def _chain(first, rest):
 
 
 def write_trajectory(path: str | os.PathLike, traj: Trajectory) -> Path:
-    """Write a :class:`~delta_dynamics.trajectories.Trajectory` as ``t,x,y,z,xd,...,zdd``."""
+    """Write a :class:`~delta_dynamics.motion.trajectories.Trajectory` as ``t,x,y,z,xd,...,zdd``."""
     data = np.column_stack((traj.t, traj.X, traj.Xd, traj.Xdd))
     return write_csv(path, TRAJECTORY_COLUMNS, data)
 

@@ -15,13 +15,13 @@ from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOF
                                  MultiDOFJointTrajectoryPoint)
 
 from delta_core.robot_file import load_robot
-from delta_dynamics.kinematics import forward_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import TOLERATE_PAUSES, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
 ARMS = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
-MODEL = DeltaModel.from_robot("nt_robot")
+MODEL = RotaryModel.from_robot("nt_robot")
 
 
 def test_the_composed_stack_moves_the_robot_and_shuts_down_cleanly(tmp_path):
@@ -97,8 +97,8 @@ def test_demo_identification_makes_the_feedforward_track_better(tmp_path):
     assert robot.metadata["identified"]["method"] == "bounded"
     assert min(robot.metadata["identified"]["fitness"]["validation"]) >= 0.9
     # the identified payload-carrying mass is closer to the truth than the robot file's
-    truth = DeltaModel(load_robot(tmp_path / "true_robot.yaml")).m_x
-    assert abs(DeltaModel(robot).m_x - truth) < abs(MODEL.m_x - truth)
+    truth = RotaryModel(load_robot(tmp_path / "true_robot.yaml")).m_x
+    assert abs(RotaryModel(robot).m_x - truth) < abs(MODEL.m_x - truth)
     for png in ("demo_tracking.png", "demo_parameters.png"):
         assert (tmp_path / png).stat().st_size > 10_000
     assert "identified feedforward cuts the RMS tracking error" in proc.stdout

@@ -4,16 +4,17 @@ forward(inverse) round trips, the regressor and the joint-space (Kim) form."""
 import numpy as np
 import pytest
 
-from delta_dynamics.dynamics import (cartesian_state, coriolis_matrix, energy, forward_dynamics,
-                                     friction_torque, gravity_vector, inverse_dynamics,
-                                     inverse_dynamics_joint, joint_state, mass_matrix, regressor,
-                                     regressor_joint)
-from delta_dynamics.joint_space import kim_matrices, kim_parameters, kim_regressor, kim_torque
-from delta_dynamics.kinematics import (UnreachableError, forward_kinematics, jacobian,
-                                       sample_workspace)
-from delta_dynamics.model import DeltaModel, DynamicParameters, forearm_point_masses
-from delta_dynamics.simulate import simulate_adaptive, simulate_fixed, step
-from delta_dynamics.trajectories import circle, pick_place
+from delta_dynamics.rotary.dynamics import (cartesian_state, coriolis_matrix, energy, forward_dynamics,
+                                            friction_torque, gravity_vector, inverse_dynamics,
+                                            inverse_dynamics_joint, joint_state, mass_matrix, regressor,
+                                            regressor_joint)
+from delta_dynamics.reference.kim import kim_matrices, kim_parameters, kim_regressor, kim_torque
+from delta_dynamics.rotary.kinematics import (UnreachableError, forward_kinematics, jacobian,
+                                              sample_workspace)
+from delta_dynamics.rotary.model import RotaryModel, RotaryParameters, forearm_point_masses
+from delta_dynamics.algorithms import simulate_adaptive, simulate_fixed
+from delta_dynamics.rotary.simulate import step
+from delta_dynamics.motion.trajectories import circle, pick_place
 
 PRESETS = ["nt_robot", "d3s800"]
 
@@ -27,10 +28,10 @@ def d_dt(f, t, h):
 
 @pytest.fixture(scope="module", params=PRESETS)
 def model(request):
-    m = DeltaModel.from_robot(request.param)
+    m = RotaryModel.from_robot(request.param)
     # a payload and unequal arms make the checks stricter than the symmetric preset
     p = m.params
-    return m.with_parameters(DynamicParameters(
+    return m.with_parameters(RotaryParameters(
         m_x=p.m_x + 0.7, m_k=p.m_k, arm_inertia=(p.arm_inertia[0], 1.1 * p.arm_inertia[1], 0.9 * p.arm_inertia[2]),
         arm_moment=(p.arm_moment[0], 0.8 * p.arm_moment[1], 1.2 * p.arm_moment[2]),
         viscous=p.viscous, coulomb=p.coulomb, static=p.static,
@@ -140,7 +141,7 @@ def test_static_torques_are_the_gradient_of_the_potential(model):
 
 
 def test_torques_are_equal_at_the_centre():
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     for z in (-0.65, -0.75, -0.95):
         for acc in ([0, 0, 0], [0, 0, 3.0], [0, 0, -9.0]):
             tau = inverse_dynamics(m, [0, 0, z], [0, 0, 0.2], acc)
@@ -198,7 +199,7 @@ def test_regressor_reproduces_the_torques(model):
     p = model.params
     pis = np.concatenate((pi, np.array(p.static)))
     np.testing.assert_allclose(np.einsum("nik,k->ni", Ys, pis), inverse_dynamics(model, X, V, A), atol=1e-10)
-    no_stribeck = model.with_parameters(DynamicParameters.from_vector(pi, smoothing_velocity=p.smoothing_velocity))
+    no_stribeck = model.with_parameters(RotaryParameters.from_vector(pi, smoothing_velocity=p.smoothing_velocity))
     np.testing.assert_allclose(np.einsum("nik,k->ni", Y, pi), inverse_dynamics(no_stribeck, X, V, A), atol=1e-10)
     q, qd, qdd = joint_state(model, X, V, A)
     np.testing.assert_allclose(regressor_joint(model, q, qd, qdd), Y, atol=1e-9)
@@ -211,7 +212,7 @@ def test_kim_joint_space_form(model):
     V, A = rng.normal(size=(2, 20, 3))
     q, qd, qdd = joint_state(model, X, V, A)
     p = kim_parameters(model)
-    lumped = model.with_parameters(DynamicParameters(
+    lumped = model.with_parameters(RotaryParameters(
         m_x=p[0], m_k=0.0, arm_inertia=tuple(p[2:5]), arm_moment=(p[1] / model.g,) * 3,
         viscous=tuple(p[5:8]), coulomb=tuple(p[8:11]), static=tuple(p[8:11]),
         stribeck_velocity=1.0, smoothing_velocity=0.0))
@@ -233,7 +234,7 @@ def test_forearm_point_masses_are_dynamically_equivalent():
 
 
 def test_forward_of_inverse_reproduces_the_trajectory():
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     tr = pick_place(start=(-0.1525, 0.0, -0.8), dt=1e-3)
     ts = tr.t[:800]
     # friction-free torques are smooth: the cubic spline through the 1 kHz samples is exact
@@ -257,7 +258,7 @@ def test_forward_of_inverse_reproduces_the_trajectory():
 
 
 def test_fixed_step_holds_still_and_dissipates():
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     X0 = (0.05, -0.03, -0.8)
     hold = inverse_dynamics(m, X0, [0, 0, 0], [0, 0, 0], friction=False)
     X, V = X0, (0.0, 0.0, 0.0)
@@ -278,7 +279,7 @@ def test_fixed_step_holds_still_and_dissipates():
 
 
 def test_bad_inputs_raise_clear_errors():
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     with pytest.raises(ValueError, match="platform velocity must be finite"):
         inverse_dynamics(m, [0, 0, -0.8], [np.nan, 0, 0], [0, 0, 0])
     with pytest.raises(ValueError, match="shape"):

@@ -12,8 +12,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from delta_core.robot_file import resolve_robot_path
-from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.dynamics import cartesian_state, inverse_dynamics
+from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import NodeProcess, RosClient, run_node
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(60)]
@@ -25,7 +25,7 @@ Q, QD, QDD = [0.40, 0.52, 0.31], [0.3, -0.2, 0.5], [2.0, -1.5, 0.7]
 
 
 def expected_tau(robot, q=Q, qd=QD, qdd=QDD):
-    m = DeltaModel.from_robot(robot)
+    m = RotaryModel.from_robot(robot)
     return inverse_dynamics(m, *cartesian_state(m, q, qd, qdd))
 
 

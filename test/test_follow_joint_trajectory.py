@@ -30,11 +30,11 @@ if HAVE_CONTROL_MSGS:
 
 from delta_core.robot_file import load_robot
 from delta_description.moveit_config import joint_limits
-from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics, inverse_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import ARMS, SIM_TIME, HardwareProbe, NodeProcess, RosClient
 
-MODEL = DeltaModel.from_robot("nt_robot")
+MODEL = RotaryModel.from_robot("nt_robot")
 PLATFORM = ["platform_x", "platform_y", "platform_z"]
 Result = FollowJointTrajectory.Result if HAVE_CONTROL_MSGS else None
 NS = "/r1"

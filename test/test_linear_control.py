@@ -1,4 +1,4 @@
-"""A linear (prismatic) Delta through the control stack without ROS: the control loop tracking
+"""A linear Delta through the control stack without ROS: the control loop tracking
 carriage trajectories on the simulated drives with model feedforward, plans validated against
 the carriage limits (m, m/s, m/s^2, N), the safety rules in carriage units, the plants."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Identification of a linear (prismatic) Delta through the stack: an excitation trajectory for the
+"""Identification of a linear Delta through the stack: an excitation trajectory for the
 carriages, synthetic measurements of a robot that differs from its robot file, and
 ``delta-identify --robot colombo2020`` from a CSV file (f1..f3 columns) and from a rosbag2 bag
 (forces, or motor currents through torque_constant * gear_ratio), writing a linear robot file

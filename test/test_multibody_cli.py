@@ -87,7 +87,7 @@ def test_bad_input_is_refused_by_name(tmp_path, capsys):
 
 
 def test_multibody_demo_writes_its_plots(tmp_path):
-    from delta_dynamics.multibody.demo import run as demo
+    from delta_dynamics.reference.multibody.demo import run as demo
     summary = demo("d3s800", out=str(tmp_path), quick=True)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["multibody_pick_place.png", "multibody_reactions.png", "multibody_violation_position.png"]

@@ -12,12 +12,12 @@ import pytest
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
-from delta_dynamics.kinematics import forward_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import SIM_TIME, HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
-MODEL = DeltaModel.from_robot("nt_robot")
+MODEL = RotaryModel.from_robot("nt_robot")
 
 
 def stack_args(ns, prefix):

@@ -7,7 +7,7 @@ import yaml
 
 from delta_core.robot_file import (RobotFileError, list_presets, load_robot, parse_robot,
                                           save_robot)
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.model import RotaryModel
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -139,9 +139,9 @@ def test_unreadable_inputs(tmp_path):
 
 def test_the_model_uses_the_robot_file_values():
     r = load_robot("nt_robot")
-    m = DeltaModel.from_robot(r)
+    m = RotaryModel.from_robot(r)
     assert m.l == r.geometry.upper_arm_length and m.lk == r.geometry.forearm_length
     d = copy.deepcopy(r.to_dict())
     d["mass_properties"]["payload"]["mass"] = 1.5
-    heavier = DeltaModel(parse_robot(d))
+    heavier = RotaryModel(parse_robot(d))
     assert heavier.m_x == pytest.approx(m.m_x + 1.5)

@@ -1,4 +1,4 @@
-"""Staicu & Carp-Ciocardia's recursive virtual-power model (delta_dynamics.staicu), checked
+"""Staicu & Carp-Ciocardia's recursive virtual-power model (delta_dynamics.reference.staicu), checked
 against its own energy and the geometry, not against the print: the recursion's velocities and
 accelerations against finite differences of the body poses, power balance, Lagrange's
 equations per torque, statics; and against the explicit model on its assumptions."""
@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from delta_core.robot_file import BodyMass, FullBody, load_robot, parse_robot
-from delta_dynamics import dynamics as explicit
-from delta_dynamics._backend import ScalarMath
-from delta_dynamics.kinematics import (UnreachableError, _forearm_vector, chain_geometry, forward_kinematics,
-                                       inverse_kinematics, jacobian, passive_angles, sample_workspace,
-                                       workspace_centre)
-from delta_dynamics.model import DeltaModel
-from delta_dynamics.staicu import (StaicuModel, body_poses, configuration, energy, inverse_dynamics,
-                                   joint_state, motion)
-from delta_dynamics.trajectories import ellipse, pick_place
+from delta_dynamics.rotary import dynamics as explicit
+from delta_dynamics.common.backend import ScalarMath
+from delta_dynamics.rotary.kinematics import (UnreachableError, _forearm_vector, chain_geometry,
+                                              forward_kinematics, inverse_kinematics, jacobian,
+                                              passive_angles, sample_workspace, workspace_centre)
+from delta_dynamics.rotary.model import RotaryModel
+from delta_dynamics.reference.staicu import (StaicuModel, body_poses, configuration, energy, inverse_dynamics,
+                                             joint_state, motion)
+from delta_dynamics.motion.trajectories import ellipse, pick_place
 
 _D1 = (np.array([-1, 9, -45, 0, 45, -9, 1]) / 60.0, np.arange(-3, 4))
 
@@ -250,7 +250,7 @@ def test_massless_blocks_equal_the_explicit_model_with_the_bars_summed():
                                           platform_block=BodyMass(0.0, (0.0, 0.0, 0.0))))
         assert r.mass.forearm.mass == pytest.approx(2 * bar.mass)
         assert r.mass.forearm.inertia == pytest.approx(2 * bar.inertia[1])
-        sm, m = StaicuModel(r), DeltaModel(r)
+        sm, m = StaicuModel(r), RotaryModel(r)
         X = sample_workspace(m, 200, seed=81)
         V, A, F = rng.normal(size=(3, 200, 3))
         ts, te = inverse_dynamics(sm, X, V, A, F_P=F), explicit.inverse_dynamics(m, X, V, A, F_P=F)
@@ -264,7 +264,7 @@ def test_on_the_explicit_models_assumptions_the_two_agree_to_rounding():
     full = FullBody(bar=BodyMass(1.2, (0.0, 0.05, 0.05), 0.3), elbow_block=BodyMass(0.4, (0.0, 0.0, 0.0)),
                     platform_block=BodyMass(0.7, (0.0, 0.0, 0.0)), upper_arm_inertia=(0.02, 0.12448, 0.13))
     r = with_full_body("d3s800", full)
-    sm, m = StaicuModel(r), DeltaModel(r)
+    sm, m = StaicuModel(r), RotaryModel(r)
     rng = np.random.default_rng(9)
     X = sample_workspace(m, 200, seed=91)
     V, A = rng.normal(size=(2, 200, 3))

@@ -9,7 +9,7 @@ import pytest
 
 from scipy.integrate import cumulative_simpson
 
-from delta_dynamics.trajectories import circle, lissajous, pick_place, smoothstep7
+from delta_dynamics.motion.trajectories import circle, lissajous, pick_place, smoothstep7
 
 
 @functools.lru_cache(maxsize=None)

@@ -26,6 +26,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from delta_core.robot_file import RobotFileError
+from delta_core.termination import Terminated, signals_raise
+from delta_dynamics.algorithms import UnreachableError
 from delta_dynamics.cli import compare, demo, forward, inverse, point, reactions, simulate, trajectory
 from delta_dynamics.cli.args import PROG, CliError
 
@@ -34,6 +37,7 @@ COMMANDS = (trajectory, inverse, forward, simulate, reactions, compare, point, d
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``delta-dynamics`` and its subcommands (:data:`COMMANDS`)."""
     p = argparse.ArgumentParser(
         prog=PROG, description="Delta robot kinematics and dynamics: trajectories, inverse and "
         "forward dynamics (CSV in, CSV out), single-point kinematics.",
@@ -46,8 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of the ``delta-dynamics`` console script; returns the exit status."""
-    from delta_core.termination import Terminated, signals_raise
-
     with signals_raise():
         try:
             return _run(argv)
@@ -57,9 +59,6 @@ def main(argv=None) -> int:
 
 
 def _run(argv) -> int:
-    from delta_core.robot_file import RobotFileError
-    from delta_dynamics.kinematics import UnreachableError
-
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

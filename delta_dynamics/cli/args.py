@@ -24,6 +24,9 @@ import math
 import re
 import sys
 
+from delta_core.robot_file import load_robot
+from delta_dynamics.kinds import KINDS
+from delta_dynamics.kinds import model_for as kinds_model_for
 from delta_dynamics.limits import MAX_SAMPLES
 
 PROG = "delta-dynamics"
@@ -158,7 +161,8 @@ def smoothing(text: str):
         raise argparse.ArgumentTypeError(f"{e} (give 'auto' or a noise level in m)") from None
 
 
-ALL_KINDS = ("rotary", "linear")
+#: Every robot kind (``type``) there is.
+ALL_KINDS = KINDS.names()
 
 
 def require_kind(params, robot: str, kinds=("rotary",)):
@@ -173,10 +177,8 @@ def require_kind(params, robot: str, kinds=("rotary",)):
 def model_for(robot: str, friction: bool = True, kinds=ALL_KINDS):
     """The model of ``robot`` (either kind by default); a robot whose ``type`` is not in
     ``kinds`` (the kinds the calling subcommand handles) is refused by name."""
-    from delta_core.robot_file import load_robot
-    from delta_dynamics.kinds import model_for as model_of
     params = require_kind(load_robot(robot), robot, kinds)
-    return model_of(params, friction=friction)
+    return kinds_model_for(params, friction=friction)
 
 
 SAMPLE = re.compile(r" \(sample \d+\)")
@@ -189,13 +191,16 @@ def row_error(table, err) -> CliError:
 
 
 def info(msg: str) -> None:
+    """Print ``msg`` on stderr (notes that are not the command's output)."""
     print(msg, file=sys.stderr)
 
 
 def fmt(v, spec=".9g") -> str:
+    """The numbers of ``v`` in ``spec`` format, separated by blanks."""
     return " ".join(format(float(x), spec) for x in v)
 
 
 def robot_option(sp, default=DEFAULT_ROBOT, help_=None):
+    """Add ``--robot NAME|FILE`` to the subparser ``sp``."""
     sp.add_argument("--robot", default=default, metavar="NAME|FILE",
                     help=help_ or f"robot preset name or robot file (default: {default})")

@@ -1,16 +1,16 @@
 """``delta-dynamics compare``: several dynamic models of one robot along one trajectory."""
 from __future__ import annotations
 
+from delta_core.robot_file import load_robot
+from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
 from delta_dynamics.cli.args import CliError, fmt, info, require_kind, robot_option, row_error, smoothing
+from delta_dynamics.compare import ModelUnavailable, compare, model_function, parse_model_list, plot
+from delta_dynamics.kinds import model_for
+from delta_dynamics.trajectory_io import read_trajectory
 
 
 def cmd_compare(args) -> int:
-    from delta_core.robot_file import load_robot
-    from delta_dynamics.compare import ModelUnavailable, compare, model_function, parse_model_list, plot
-    from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
-    from delta_dynamics.model import DeltaModel
-    from delta_dynamics.trajectory_io import read_trajectory
-
+    """``compare``: the models' torques along a trajectory CSV, their differences, a plot."""
     try:
         names = parse_model_list(args.models)
         for n in names:
@@ -24,7 +24,7 @@ def cmd_compare(args) -> int:
         info(f"{args.trajectory}: no velocity/acceleration columns: derived from a quintic "
              f"smoothing spline (noise sigma per axis: {fmt(data.smoothing, '.3g')} m)")
     try:
-        inverse_kinematics(DeltaModel(robot), traj.X, check_limits=True)
+        inverse_kinematics(model_for(robot), traj.X, check_limits=True)
         res = compare(robot, traj, names)
     except UnreachableError as e:
         raise row_error(table, e) from None
@@ -38,6 +38,7 @@ def cmd_compare(args) -> int:
 
 
 def register(sub) -> None:
+    """Add the ``compare`` subcommand to ``sub``."""
     cp = sub.add_parser("compare", help="compare dynamic models along a trajectory (RMS/max differences, plot)",
                         description="Rigid-body actuator torques (without joint friction) of several "
                         "models along a trajectory CSV. Prints, for each model, the RMS and the "

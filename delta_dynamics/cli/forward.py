@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_dynamics.cli.args import (SAMPLE, CliError, float_in, info, int_in, model_for,
-                                     robot_option)
+from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits,
+                                       forward_dynamics, inverse_kinematics, joint_units, simulate_adaptive,
+                                       simulate_fixed)
+from delta_dynamics.cli.args import SAMPLE, CliError, float_in, info, int_in, model_for, robot_option
+from delta_dynamics.common.trajectory import Trajectory
+from delta_dynamics.trajectory_io import read_joint_data, write_trajectory
 
 #: Most fixed integration steps (rows times --substeps) of one run: a few minutes.
 MAX_STEPS = 10_000_000
@@ -25,13 +29,8 @@ class _Clock:
 
 
 def cmd_forward(args) -> int:
-    from scipy.interpolate import CubicSpline
-
-    from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits,
-                                           forward_dynamics, inverse_kinematics, joint_units,
-                                           simulate_adaptive, simulate_fixed)
-    from delta_dynamics.trajectories import Trajectory
-    from delta_dynamics.trajectory_io import read_joint_data, write_trajectory
+    """``forward``: simulate the model of ``--robot`` under the efforts of a joint-data CSV."""
+    from scipy.interpolate import CubicSpline   # heavy (seconds on a loaded machine): this command only
 
     m = model_for(args.robot, friction=not args.no_friction)
     jd = read_joint_data(args.torques, effort=joint_units(m)["effort_column"])
@@ -86,6 +85,7 @@ def cmd_forward(args) -> int:
 
 
 def register(sub) -> None:
+    """Add the ``forward`` subcommand to ``sub``."""
     # forward
     fp = sub.add_parser("forward", help="simulate the robot under a torque (force) CSV",
                         description="Forward simulation from the first row's state (q, qd) "

@@ -3,19 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from delta_dynamics.algorithms import (UnreachableError, friction_torque, inverse_dynamics,
+                                       inverse_kinematics, joint_state, joint_units)
 from delta_dynamics.cli.args import CliError, fmt, info, model_for, robot_option, row_error, smoothing
+from delta_dynamics.compare import ModelUnavailable, model_function
+from delta_dynamics.trajectory_io import joint_columns, read_trajectory, write_csv
 
 
 def cmd_inverse(args) -> int:
-    from delta_dynamics.algorithms import (UnreachableError, friction_torque, inverse_dynamics,
-                                           inverse_kinematics, joint_state, joint_units)
-    from delta_dynamics.trajectory_io import joint_columns, read_trajectory, write_csv
-
+    """``inverse``: joint positions and efforts along a trajectory CSV."""
     m = model_for(args.robot, friction=not args.no_friction)
     units = joint_units(m)
     other = None
     if args.model != "explicit":
-        from delta_dynamics.compare import ModelUnavailable, model_function
         if units["effort_column"] != "tau":
             raise CliError(f"--model {args.model}: the reference models are for rotary Deltas; "
                            f"{m.robot.name} is a linear one")
@@ -66,6 +66,7 @@ def _warn_limits(m, table, qd, qdd, tau, units) -> None:
 
 
 def register(sub) -> None:
+    """Add the ``inverse`` subcommand to ``sub``."""
     # inverse
     ip = sub.add_parser("inverse", help="joint angles and torques along a trajectory CSV",
                         description="Inverse dynamics along a trajectory CSV. Writes "

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from delta_dynamics.algorithms import check_joint_limits, forward_kinematics, inverse_kinematics, joint_units
 from delta_dynamics.cli.args import coordinate, float_in, fmt, model_for, robot_option
 
 #: A joint position argument: an arm angle (rad; a Delta arm turns less than one turn either
@@ -11,7 +12,7 @@ angle = float_in(-10.0, 10.0, unit="rad", why="an arm angle in rad, or a carriag
 
 
 def cmd_ik(args) -> int:
-    from delta_dynamics.algorithms import inverse_kinematics, joint_units
+    """``ik``: the joint positions of one platform position."""
     m = model_for(args.robot)
     q = inverse_kinematics(m, [args.x, args.y, args.z], check_limits=not args.no_limits)
     unit = joint_units(m)["position"]
@@ -22,7 +23,7 @@ def cmd_ik(args) -> int:
 
 
 def cmd_fk(args) -> int:
-    from delta_dynamics.algorithms import check_joint_limits, forward_kinematics
+    """``fk``: the platform position of one joint vector."""
     m = model_for(args.robot)
     q = [args.q1, args.q2, args.q3]
     if not args.no_limits:
@@ -33,6 +34,7 @@ def cmd_fk(args) -> int:
 
 
 def register(sub) -> None:
+    """Add the ``ik`` and ``fk`` subcommands to ``sub``."""
     # ik / fk
     k = sub.add_parser("ik", help="joint angles (carriage positions) for one platform position")
     for n in ("x", "y", "z"):

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import math
 
+from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
 from delta_dynamics.cli.args import (SAMPLE, CliError, check_samples, coordinate, duration,
                                      duration0, float_in, int_in, length, model_for, robot_option,
                                      sample_time)
+from delta_dynamics.motion import trajectories as tr
+from delta_dynamics.trajectory_io import write_trajectory
 
 #: Most pick-and-place cycles (each is two legs of three profiles).
 MAX_CYCLES = 100_000
@@ -14,7 +17,7 @@ MIN_SPEED = 1e-4
 
 
 def _lissajous_length(x0: float, y0: float, wx: float = 6 * math.pi, wy: float = 4 * math.pi) -> float:
-    """Length (m) of the Lissajous path of :func:`delta_dynamics.trajectories.lissajous`
+    """Length (m) of the Lissajous path of :func:`delta_dynamics.motion.trajectories.lissajous`
     (its default frequencies and phases), by the trapezoidal rule on 20001 points."""
     import numpy as np
     u = np.linspace(0.0, 1.0, 20001)
@@ -40,7 +43,7 @@ def _expected_samples(args) -> tuple:
 
 
 def _make_trajectory(args):
-    from delta_dynamics import trajectories as tr
+    """The trajectory the options describe."""
     if args.kind == "circle":
         return tr.circle(radius=args.radius, depth=args.depth, period=args.period,
                          duration=args.duration, center=tuple(args.center), dt=args.dt,
@@ -59,8 +62,7 @@ def _make_trajectory(args):
 
 
 def cmd_trajectory(args) -> int:
-    from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
-    from delta_dynamics.trajectory_io import write_trajectory
+    """``trajectory``: write a platform trajectory CSV (checked against ``--robot`` if given)."""
     check_samples(*_expected_samples(args))
     traj = _make_trajectory(args)
     if args.tool and not args.robot:
@@ -82,6 +84,7 @@ def cmd_trajectory(args) -> int:
 
 
 def register(sub) -> None:
+    """Add the ``trajectory`` subcommand (and its path kinds) to ``sub``."""
     # trajectory
     tp = sub.add_parser("trajectory", help="write a circle, Lissajous, pick-and-place or ellipse trajectory CSV",
                         description="Write a platform trajectory as CSV (t,x,y,z,xd,yd,zd,xdd,ydd,zdd; SI).")
@@ -143,7 +146,7 @@ def register(sub) -> None:
     pp.add_argument("--dwell", type=duration0, default=0.1, help="s at rest after each leg (default: %(default)g)")
     common(pp)
 
-    from delta_dynamics.trajectories import STAICU_ELLIPSE as E
+    E = tr.STAICU_ELLIPSE
     el = tsub.add_parser("ellipse", help="elliptic path of Staicu & Carp-Ciocardia (eq. 7)",
                          description="X(t) = START + A sin(w t) + B (1 - cos(w t)), w = 2 pi / PERIOD, "
                          "with analytic velocity and acceleration. The defaults are the paper's path "

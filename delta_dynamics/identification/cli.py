@@ -21,6 +21,21 @@ import time
 
 import numpy as np
 
+from delta_core.robot_file import RobotFileError, load_robot
+from delta_core.termination import Terminated, signals_raise
+from delta_dynamics.algorithms import joint_units, parameter_set
+from delta_dynamics.cli.args import float_in, int_in, sample_time
+from delta_dynamics.kinds import model_for
+from delta_dynamics.limits import MAX_SAMPLES
+
+from . import IdentificationError
+from .data import MAX_DECIMATE, MAX_RESAMPLE_RATE, Preprocessing, check_joint_limits, preprocess, read_joint_data
+from .estimators import METHODS
+from .excitation import design_excitation, write_trajectory_csv
+from .pipeline import MAX_CONDITION, Options, build_problem, identify, result_problems
+from .report import write_report
+from .robot_update import identified_robot, model_from_robot_file, write_robot_file
+
 PROG = "delta-identify"
 #: Largest PSO swarm and iteration count (the default 300 x 1000 takes about a minute).
 MAX_PARTICLES = 10_000
@@ -62,12 +77,7 @@ class ProgressBar:
 # ----------------------------------------------------------------------------- arguments
 
 def _identify_parser():
-    from delta_dynamics.cli.args import float_in, int_in
-    from delta_dynamics.limits import MAX_SAMPLES
 
-    from .data import MAX_DECIMATE, MAX_RATE
-    from .estimators import METHODS
-    from .pipeline import MAX_CONDITION
     p = argparse.ArgumentParser(
         prog=PROG, description="Identify the dynamic parameters of a Delta robot from joint positions "
         "and efforts (CSV or rosbag2) and write an updated robot file. "
@@ -105,8 +115,8 @@ def _identify_parser():
                    help=f"keep every n-th sample after filtering, 1 to {MAX_DECIMATE}")
     g.add_argument("--resample", choices=("auto", "always", "never"), default="auto",
                    help="resample irregular time stamps onto a uniform grid (default: when jitter > 5 %%)")
-    g.add_argument("--rate", type=float_in(0, MAX_RATE, unit="Hz", lo_open=True),
-                   help=f"resampling rate in Hz, up to {MAX_RATE:g} (default: 1 / median step)")
+    g.add_argument("--rate", type=float_in(0, MAX_RESAMPLE_RATE, unit="Hz", lo_open=True),
+                   help=f"resampling rate in Hz, up to {MAX_RESAMPLE_RATE:g} (default: 1 / median step)")
     g.add_argument("--gap-factor", type=float_in(1, 1e6, lo_open=True), default=5.0,
                    help="a step longer than this times the median splits the data (> 1, default 5)")
     g.add_argument("--trim", type=int_in(0, MAX_SAMPLES),
@@ -145,7 +155,6 @@ def _identify_parser():
 
 
 def _excite_parser():
-    from delta_dynamics.cli.args import float_in, int_in, sample_time
 
     p = argparse.ArgumentParser(
         prog=f"{PROG} excite", description="Design an excitation trajectory (finite Fourier series in joint "
@@ -196,7 +205,6 @@ def _table(header, rows) -> str:
 
 
 def _load(path, robot, args):
-    from .data import check_joint_limits, read_joint_data
     data = read_joint_data(path, robot, topic=args.topic, effort=args.effort, stamp=args.stamp)
     check_joint_limits(data, robot)
     return data
@@ -204,15 +212,8 @@ def _load(path, robot, args):
 
 def run_identify(argv) -> int:
     args = _identify_parser().parse_args(argv)
-    from delta_core.robot_file import load_robot
 
-    from . import IdentificationError
-    from .data import Preprocessing, preprocess
-    from .estimators import METHODS
-    from delta_dynamics.algorithms import joint_units, parameter_set
 
-    from .pipeline import Options, build_problem, identify, result_problems
-    from .robot_update import identified_robot, model_from_robot_file, write_robot_file
 
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a))
     robot = load_robot(args.robot)
@@ -315,7 +316,6 @@ def run_identify(argv) -> int:
     else:
         say("\n(no --out given: no robot file written)")
     if args.report:
-        from .report import write_report
         try:
             files = write_report(args.report, results, problem, vproblem, chosen, robot_name=robot.name,
                                  data_source=prepared.source, validation_source=vproblem.source if vproblem else None,
@@ -330,13 +330,8 @@ def run_identify(argv) -> int:
 
 def run_excite(argv) -> int:
     args = _excite_parser().parse_args(argv)
-    from delta_dynamics.algorithms import joint_units
-    from delta_dynamics.kinds import model_for
 
-    from . import IdentificationError
-    from .excitation import design_excitation, write_trajectory_csv
 
-    from delta_dynamics.limits import MAX_SAMPLES
     n = round(args.cycles * args.period / args.dt) + 1
     if n > MAX_SAMPLES:
         raise IdentificationError(f"--cycles {args.cycles} x --period {args.period:g} s at --dt {args.dt:g} s gives "
@@ -370,7 +365,6 @@ def run_excite(argv) -> int:
 # ----------------------------------------------------------------------------- main
 
 def main(argv=None) -> int:
-    from delta_core.termination import Terminated, signals_raise
 
     with signals_raise():
         try:
@@ -382,9 +376,7 @@ def main(argv=None) -> int:
 
 def _main(argv) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from delta_core.robot_file import RobotFileError
 
-    from . import IdentificationError
     try:
         if argv and argv[0] == "excite":
             return run_excite(argv[1:])

@@ -48,7 +48,9 @@ from pathlib import Path
 
 import numpy as np
 
+from delta_core.atomic_file import atomic_write_text
 from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
+from delta_dynamics.kinds import joint_units
 from delta_dynamics.limits import MAX_SAMPLES
 
 from . import IdentificationError
@@ -167,8 +169,8 @@ class Preprocessing:
         need(_int(self.decimate) and 1 <= self.decimate <= MAX_DECIMATE,
              f"decimate must be 1..{MAX_DECIMATE}, got {self.decimate}")
         need(_finite(self.gap_factor) and self.gap_factor > 1, f"gap factor must be > 1, got {self.gap_factor}")
-        need(self.rate is None or (_finite(self.rate) and 0 < self.rate <= MAX_RATE),
-             f"resampling rate must be > 0 and <= {MAX_RATE:g} Hz, got {self.rate}")
+        need(self.rate is None or (_finite(self.rate) and 0 < self.rate <= MAX_RESAMPLE_RATE),
+             f"resampling rate must be > 0 and <= {MAX_RESAMPLE_RATE:g} Hz, got {self.rate}")
         need(self.trim is None or (_int(self.trim) and 0 <= self.trim <= MAX_SAMPLES),
              f"trim must be 0..{MAX_SAMPLES} samples, got {self.trim}")
         need(_finite(self.jitter_tol) and self.jitter_tol >= 0, f"jitter tolerance must be >= 0, got {self.jitter_tol}")
@@ -181,7 +183,7 @@ class Preprocessing:
 #: Largest --decimate.
 MAX_DECIMATE = 1000
 #: Highest resampling rate (Hz); the resampled grid is bounded by MAX_SAMPLES as well.
-MAX_RATE = 1e6
+MAX_RESAMPLE_RATE = 1e6
 
 
 def _finite(v) -> bool:
@@ -339,7 +341,6 @@ class _CsvReader:
 def write_csv(path, t, q, tau, qd=None, qdd=None, effort_column: str = "tau") -> Path:
     """Write joint data in the format :func:`read_csv` reads (atomically); ``effort_column="f"``
     names the efforts ``f1,f2,f3`` (a linear Delta's forces)."""
-    from delta_core.atomic_file import atomic_write_text
     cols = [np.asarray(t, float)[:, None], np.asarray(q, float), np.asarray(tau, float)]
     head = list(REQUIRED_COLUMNS[:4] + EFFORT_COLUMNS[effort_column])
     if qd is not None:
@@ -536,7 +537,7 @@ def read_joint_data(path, robot=None, topic: str = "/joint_states", effort: str 
                                   "--effort current applies to bags")
     col = None
     if robot is not None:
-        col = "f" if getattr(robot, "type", "rotary") == "linear" else "tau"
+        col = joint_units(robot)["effort_column"]
     return read_csv(p, effort_column=col)
 
 
@@ -575,7 +576,6 @@ def check_joint_limits(data: JointData, robot, tolerance: float = LIMIT_TOLERANC
     or m on a linear Delta):
     the data belong to another robot, or are in degrees, or the limits are wrong. Names the
     first such sample and counts them."""
-    from delta_dynamics.kinds import joint_units
     q = np.asarray(data.q, dtype=float)
     lo = np.array([p[0] for p in robot.limits.position]) - tolerance
     hi = np.array([p[1] for p in robot.limits.position]) + tolerance

@@ -36,6 +36,9 @@ from delta_dynamics.algorithms import (UnreachableError, cartesian_state, invers
                                        inverse_kinematics, joint_units, parameter_set,
                                        singularity_measure)
 
+from delta_dynamics.common.trajectory import Trajectory
+from delta_dynamics.trajectory_io import write_trajectory
+
 from . import IdentificationError
 
 TRAJECTORY_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "xdd", "ydd", "zdd")
@@ -279,8 +282,6 @@ def write_trajectory_csv(path, model, traj: FourierTrajectory, dt: float = 1e-3,
     """The platform trajectory of ``cycles`` periods as ``t,x,y,z,xd,yd,zd,xdd,ydd,zdd`` (SI),
     written atomically by :func:`delta_dynamics.trajectory_io.write_trajectory` (the format of
     ``delta-dynamics trajectory``)."""
-    from delta_dynamics.trajectories import Trajectory
-    from delta_dynamics.trajectory_io import write_trajectory
     if cycles < 1:
         raise IdentificationError(f"cycles must be >= 1, got {cycles}")
     t, q, qd, qdd = traj.sample(dt, cycles)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._linalg import qr_r, single_threaded_blas
+
 
 def fitness(predicted, measured) -> np.ndarray:
     """Eq. (41) per joint, shape (3,) (NaN for a joint whose predicted torque is constant)."""
@@ -54,7 +56,6 @@ def condition_number(A, normalise: bool = True) -> float:
     if normalise:
         n = np.linalg.norm(A, axis=0)
         A = A / np.where(n > 0, n, 1.0)
-    from ._linalg import qr_r, single_threaded_blas
     with single_threaded_blas():
         R = qr_r(A)
     s = np.linalg.svd(R, compute_uv=False)

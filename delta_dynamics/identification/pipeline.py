@@ -19,16 +19,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from delta_dynamics.algorithms import UnreachableError
+from delta_core.robot_file import check_bound
+from delta_dynamics.algorithms import UnreachableError, parameter_names
 from delta_dynamics.algorithms import parameter_set as kind_parameter_set
 
 from . import IdentificationError
 from . import estimators as est_mod
 from ._linalg import blas1
-from .data import Prepared
+from .data import Prepared, check_joint_limits, preprocess
 from .metrics import condition_number, relative_std, torque_metrics
 from .pso import pso as run_pso
-from .regressors import BaseParameters, ParameterSet, base_parameters, parameter_set, stack
+from .regressors import BaseParameters, ParameterSet, base_parameters, stack
 
 
 #: Largest condition number of the column-normalised regressor (of the parameters estimated)
@@ -110,7 +111,7 @@ class Result:
         return self.pset.names
 
     def lumped(self, model):
-        """The model's lumped parameters (DynamicParameters, PrismaticParameters) for this estimate."""
+        """The model's lumped parameters (RotaryParameters, LinearParameters) for this estimate."""
         return self.pset.to_lumped(model, self.values)
 
 
@@ -256,9 +257,6 @@ def result_problems(result: Result, model) -> list:
     Delta: the kind's ``lumped_bounds``), or a fitness (eq. 41) that is not finite
     or < 0 on the fitting data: the model then explains a joint's torque worse than no model
     (an effort of the wrong sign, unit or joint order, or torques unrelated to the motion)."""
-    from delta_core.robot_file import check_bound
-    from delta_dynamics.algorithms import parameter_names
-
     out = [f"{n} = {v:.4g} {u} < 0" for n, u, v, nn in
            zip(result.names, result.pset.units, result.values, result.pset.nonnegative) if nn and v < 0]
     lumped = result.lumped(model)
@@ -287,7 +285,6 @@ def identify_data(model, data, method: str = "bounded", options: Options | None 
     ``data`` / ``validation``: :class:`~.data.JointData` (e.g. ``JointData(t, q, tau)`` from a
     buffer, or :func:`~.data.read_joint_data`); ``preprocessing``: :class:`~.data.Preprocessing`.
     """
-    from .data import check_joint_limits, preprocess
     opts = options or Options()
     pset = kind_parameter_set(model, opts.params, stribeck=opts.stribeck)
     check_joint_limits(data, model.robot)
@@ -329,5 +326,4 @@ def parameter_error(values, truth) -> np.ndarray:
 
 
 __all__ = ["Options", "Problem", "Result", "build_problem", "identify", "identify_data", "default_box",
-           "result_problems", "MAX_CONDITION",
-           "parameter_set", "condition_number", "parameter_error", "correlation_factor"]
+           "result_problems", "MAX_CONDITION", "condition_number", "parameter_error", "correlation_factor"]

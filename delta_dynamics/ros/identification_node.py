@@ -41,6 +41,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from delta_core.rates import CONTROL_RATE_MAX
 from delta_core.robot_file import RobotFileError
 from delta_core.ros.node_util import DEFAULT_ROBOT, DropLog, add_prefix, declare_prefix, run
 from delta_dynamics.ros.robot_param import load_model
@@ -50,12 +51,11 @@ from delta_dynamics.identification.data import JointData, Preprocessing
 from delta_dynamics.identification.estimators import RecursiveLeastSquares
 from delta_dynamics.identification.pipeline import Options, identify_data
 from delta_dynamics.identification.robot_update import identified_robot, write_robot_file
-from delta_dynamics.kinematics import UnreachableError
+from delta_dynamics.algorithms import UnreachableError
 
 NODE_NAME = "delta_identification"
-#: /joint_states per second the window is sized for (a 1 kHz loop, with a margin)
-MAX_RATE = 1200
-#: s: the longest window (720 000 rows, 63 MB of buffer; longer runs: delta-identify on a bag)
+#: s: the longest window (at the highest control rate, delta_core.rates.CONTROL_RATE_MAX = 2 kHz,
+#: 1.2 million rows, 106 MB of buffer; longer runs: delta-identify on a bag)
 MAX_WINDOW = 600.0
 
 
@@ -63,7 +63,7 @@ def window_qos(window: float) -> QoSProfile:
     """Reliable, as deep as the window: a process the host starves for a while (it takes each
     message in Python) finds the samples it has not taken yet queued, not dropped, when it
     catches up (a queue of 5000 lost a few hundred of a 16 s window on a saturated host)."""
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(window * MAX_RATE) + 1000,
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(window * CONTROL_RATE_MAX) + 1000,
                       reliability=ReliabilityPolicy.RELIABLE)
 
 
@@ -144,7 +144,7 @@ class IdentificationNode(Node):
         # not per-message Python objects: a full garbage collection over hundreds of
         # thousands of small lists would pause every thread of the process (the control loop
         # too when composed in delta-bringup).
-        self._rows = np.zeros((int(p["window"] * MAX_RATE) + 1000, 11))
+        self._rows = np.zeros((int(p["window"] * CONTROL_RATE_MAX) + 1000, 11))
         self._kept = float(p["window"])          # s the buffer and the queue are sized for
         self._n = 0                              # rows written in total
         self._drops = DropLog(self.get_logger())

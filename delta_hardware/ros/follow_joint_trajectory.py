@@ -55,7 +55,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoint
 
-from delta_dynamics.kinematics import forward_kinematics, jacobian
+from delta_dynamics.algorithms import forward_kinematics, jacobian
 from delta_hardware.drives import DriveError
 from delta_hardware.ros.messages import to_sec, to_time
 from delta_hardware.ros.trajectory_intake import cartesian_points, joint_points

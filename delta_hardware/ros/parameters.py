@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from delta_core.rates import CONTROL_RATE_MAX, CONTROL_RATE_MIN
 from delta_core.ros.names import PREFIX_RULE
 
 
@@ -73,7 +74,6 @@ PARAMETERS = {
 HARDWARE = ("sim", "mock", "canopen")
 PREFIX = PREFIX_RULE
 FEEDFORWARD = ("topic", "model", "none")
-MIN_RATE, MAX_RATE = 100.0, 2000.0
 
 
 def _rules(p: dict):
@@ -103,7 +103,7 @@ def _rules(p: dict):
         "must be an integer 1 - 2^40"
     yield number("real_time_factor", 0.0, 1000.0)
     yield number("pause_at", 0.0)
-    yield number("control_rate", MIN_RATE, MAX_RATE)
+    yield number("control_rate", CONTROL_RATE_MIN, CONTROL_RATE_MAX)
     yield triple("kp")
     yield triple("kd")
     yield "feedforward", p["feedforward"] in FEEDFORWARD, f"must be one of {', '.join(FEEDFORWARD)}"

@@ -22,7 +22,7 @@ from delta_dynamics.identification import data as D
 from delta_dynamics.identification import synthetic
 from delta_dynamics.identification.cli import main
 from delta_dynamics.limits import MAX_SAMPLES
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.model import RotaryModel
 
 from bad_input_harness import Case, check_case
 
@@ -35,7 +35,7 @@ ROBOT = load_robot("nt_robot")
 @lru_cache(maxsize=None)
 def excitation():
     """10 s of excitation data of a perturbed nt_robot: (t, q, tau)."""
-    truth = synthetic.perturbed_model(DeltaModel(ROBOT), seed=1)
+    truth = synthetic.perturbed_model(RotaryModel(ROBOT), seed=1)
     d, _ = synthetic.open_loop_data(truth, fourier(EXCITE), duration=10.0, seed=21)
     return d.t, d.q, d.tau
 

@@ -14,7 +14,7 @@ import pytest
 
 from delta_core.robot_file import RobotFileError, linear, load_robot, rotary
 from delta_core.robot_file.bounds import markdown_table
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.model import RotaryModel
 
 from bad_input_harness import NT_ROBOT, Case, check_case
 
@@ -149,7 +149,7 @@ def _write(tmp_path, content):
 def test_bad_robot_file_is_refused_in_one_line(tmp_path, name, content, message):
     p = _write(tmp_path, content)
     with pytest.raises(RobotFileError) as e:
-        DeltaModel(load_robot(p))      # the model reads metadata.identified.lumped_parameters
+        RotaryModel(load_robot(p))      # the model reads metadata.identified.lumped_parameters
     text = str(e.value)
     assert text.startswith(f"{p}: "), text
     assert message in text, text

@@ -1,0 +1,56 @@
+"""Forward simulation of the linear Delta, d/dt [X, X_dot] = [X_dot, M^-1 (J^T (Q - Q_fric)
++ F_P - C X_dot - G)] (:mod:`delta_dynamics.linear.dynamics`): one fixed step.
+
+:func:`step` is the kind's step for a real-time loop: ``"semi-implicit"`` (default) is
+symplectic Euler with the friction taken linearly implicit, (M + dt J^T D_f J) dX_dot =
+dt J^T (Q - Q_0), D_f = d Q_fric / d q_dot >= 0, stable at any dt however stiff the smoothed
+Coulomb friction is; ``"rk4"`` is classical Runge-Kutta. The integrators over many steps
+(fixed and adaptive) serve both kinds: :mod:`delta_dynamics.common.integrate`, called through
+:mod:`delta_dynamics.algorithms`.
+
+The state is the platform position and velocity; carriage values follow from
+:func:`delta_dynamics.linear.dynamics.joint_state`.
+
+>>> from delta_dynamics.linear.model import LinearModel
+>>> m = LinearModel.from_robot("colombo2020")
+>>> X, V = step(m, (0.0, 0.0, 0.1), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 1e-3)   # unpowered: falls
+>>> round(V[2], 5)
+-0.00981
+"""
+from __future__ import annotations
+
+from delta_dynamics.common import integrate
+from delta_dynamics.common.backend import ScalarMath
+from delta_dynamics.common.friction import friction_slope
+from delta_dynamics.common.solve import solve_sym3
+from delta_dynamics.linear.dynamics import carriage_forces, chains, mass_matrix_entries, rod_inverse
+
+
+def step(m, X, Xd, tau, dt: float, method: str = "semi-implicit", F_P=None):
+    """Advance (X, X_dot) by one step of ``dt`` seconds under constant carriage forces ``tau``
+    (N). X, X_dot, tau are sequences of 3 floats; returns the new (X, X_dot) as tuples."""
+    return integrate.step(semi_implicit_step, m, X, Xd, tau, dt, method, F_P)
+
+
+def semi_implicit_step(m, X, Xd, tau, dt, F_P):
+    """Symplectic Euler with the friction taken linearly implicit (module docstring) on floats:
+    X, X_dot, tau are 3-tuples of floats; returns the new (X, X_dot) as tuples."""
+    x, y, z = X
+    vx, vy, vz = Xd
+    xp = ScalarMath
+    ch = chains(m, x, y, z, vx, vy, vz, xp)
+    n = rod_inverse(m, ch, x, y, z, xp)
+    fp = None if F_P is None else tuple(float(v) for v in F_P)
+    Q0, _, _ = carriage_forces(m, ch, n, 0.0, 0.0, 0.0, fp, True, xp)
+    xx, yy, zz, xy, xz, yz = mass_matrix_entries(m, ch)
+    bx = by = bz = 0.0
+    for i, (_, dx, dy, dz, qd, _) in enumerate(ch):
+        jx, jy = dx / dz, dy / dz                              # J_i = (jx, jy, 1)
+        k = tau[i] - Q0[i]
+        bx, by, bz = bx + jx * k, by + jy * k, bz + k
+        a = dt * friction_slope(m, i, qd)                     # dt J^T D_f J
+        xx, yy, zz = xx + a * jx * jx, yy + a * jy * jy, zz + a
+        xy, xz, yz = xy + a * jx * jy, xz + a * jx, yz + a * jy
+    ax, ay, az = solve_sym3((xx, yy, zz, xy, xz, yz), bx, by, bz)
+    vx, vy, vz = vx + dt * ax, vy + dt * ay, vz + dt * az
+    return (x + dt * vx, y + dt * vy, z + dt * vz), (vx, vy, vz)
