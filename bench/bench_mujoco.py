@@ -22,7 +22,7 @@ note when mujoco is not installed.
 """
 from __future__ import annotations
 
-from _machine import describe  # bench/_machine.py
+from _machine import describe, print_table  # bench/_machine.py
 import argparse
 import datetime
 import statistics
@@ -160,11 +160,7 @@ def main(argv=None) -> int:
                  "for scale"))
 
     head = ("what", "measured (wall clock)", "per CPU second / CPU time", "")
-    w = [max(len(r[i]) for r in rows + [head]) for i in range(4)]
-    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(head)) + " |")
-    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
-    for r in rows:
-        print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+    print_table(head, rows)
     return 0
 
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _machine import describe  # noqa: E402  (bench/_machine.py)
+from _machine import describe, print_table  # noqa: E402  (bench/_machine.py)
 
 import numpy as np  # noqa: E402
 
@@ -141,11 +141,7 @@ def main(argv=None) -> int:
     rows.append(("multibody forward accelerations (eq. 6), one call", f"{t * 1e6:.0f} µs", "", ""))
 
     head = ("what", "measured (wall / CPU for plants)", "target", "")
-    w = [max(len(r[i]) for r in rows + [head]) for i in range(4)]
-    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(head)) + " |")
-    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
-    for r in rows:
-        print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+    print_table(head, rows)
     return 0
 
 

@@ -43,12 +43,15 @@ KNOWN_PLUGINS = ("mock_components/GenericSystem", TOPIC_PLUGIN, TOPIC_PLUGIN_LEG
 
 @dataclass
 class CheckReport:
+    """What :func:`check_description` found: ``problems`` (the URDF disagrees with the robot file)
+    and ``notes``."""
     problems: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     max_error: float = 0.0          # m, worst closed-chain mismatch over the sampled poses
 
     @property
     def ok(self) -> bool:
+        """Whether no problem was found."""
         return not self.problems
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from delta_core.atomic_file import atomic_write_text
 from delta_core.robot_file import load_robot
 from delta_core.ros.names import check_prefix
-from delta_core.termination import Terminated, signals_raise
+from delta_core.termination import run_terminable
 from delta_core.text_input import read_text
 from delta_description import render
 from delta_description.check import check_description
@@ -146,13 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run ``delta-description`` with ``argv``; the exit code (module docstring)."""
-    with signals_raise():
-        try:
-            args = build_parser().parse_args(argv)
-            return guarded(PROG, args.func, args)
-        except Terminated as e:
-            print(f"{PROG}: {e}", file=sys.stderr)
-            return e.exit_code
+    return run_terminable(PROG, _run, argv)
+
+
+def _run(argv) -> int:
+    """Parse ``argv`` and run the subcommand, guarded (:func:`delta_description.errors.guarded`)."""
+    args = build_parser().parse_args(argv)
+    return guarded(PROG, args.func, args)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ class FullJointState:
     velocity: tuple | None = None
 
     def as_dict(self) -> dict:
+        """{joint name: position}."""
         return dict(zip(self.names, self.position))
 
 

@@ -201,6 +201,7 @@ def _pose(text: str):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the ``render`` options (``--robot``, ``--out``, ``--pose``) to ``p``."""
     p.add_argument("--robot", default="nt_robot", help="preset name or robot file (default nt_robot)")
     p.add_argument("--out", default="docs/images/robot.png", help="PNG to write")
     p.add_argument("--pose", type=_pose, action="append",
@@ -209,6 +210,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    """Draw the poses of ``args`` into ``args.out``; exit status 0."""
     robot = load_robot(args.robot)
     poses = args.pose or default_poses(robot)
     out = render_poses(robot, poses, args.out)
@@ -217,6 +219,7 @@ def run(args) -> int:
 
 
 def main(argv=None) -> int:
+    """``python -m delta_description.render``: the exit status."""
     p = argparse.ArgumentParser(prog="python -m delta_description.render", description=__doc__.split("\n")[0])
     add_arguments(p)
     return guarded("delta-description", run, p.parse_args(argv))

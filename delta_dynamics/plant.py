@@ -79,6 +79,7 @@ class ExplicitPlant(Plant):
         self.place_platform(workspace_centre(model))
 
     def place(self, q) -> None:
+        """Put the robot at rest at joint positions ``q`` (rad or m)."""
         self._X = tuple(forward_kinematics(self.model, np.asarray(q, dtype=float)).tolist())
         self._V = (0.0, 0.0, 0.0)
 
@@ -89,15 +90,19 @@ class ExplicitPlant(Plant):
         self._V = (0.0, 0.0, 0.0)
 
     def step(self, tau, dt: float) -> None:
+        """Advance ``dt`` s under the efforts ``tau`` with the kind's fixed step; raises
+        UnreachableError (the state unchanged) when the platform would leave the workspace."""
         X, V = step(self.model, self._X, self._V, tau, dt, self.method)
         inverse_kinematics(self.model, X)            # raises UnreachableError outside the workspace
         self._X, self._V = X, V
 
     def joint_state(self):
+        """(q, q_dot) of the actuated joints, from the platform state."""
         q, qd, _ = joint_state(self.model, self._X, self._V)
         return tuple(q.tolist()), tuple(qd.tolist())
 
     def platform_position(self) -> np.ndarray:
+        """The platform centre (m), shape (3,)."""
         return np.array(self._X)
 
     def brake(self) -> None:

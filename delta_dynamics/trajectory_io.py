@@ -166,6 +166,7 @@ class _CsvState:
         self.wanted = {c: header.index(c) for c in (*self.required, *self.optional) if c in header}
 
     def add_block(self, first, block, max_rows):
+        """Parse one block of lines (the header with the first), at most ``max_rows`` data rows in all."""
         rows, nums = data_lines(first, block)
         if rows and self.header is None:
             self._set_header(nums[0], rows[0].strip())

@@ -4,26 +4,19 @@ forward(inverse) round trips, the regressor and the joint-space (Kim) form."""
 import numpy as np
 import pytest
 
-from delta_dynamics.rotary.dynamics import (cartesian_state, coriolis_matrix, energy, forward_dynamics,
-                                            friction_torque, gravity_vector, inverse_dynamics,
-                                            inverse_dynamics_joint, joint_state, mass_matrix, regressor,
-                                            regressor_joint)
+from delta_dynamics.rotary.dynamics import (cartesian_state, energy, forward_dynamics, inverse_dynamics,
+                                            inverse_dynamics_joint, joint_state, regressor, regressor_joint)
 from delta_dynamics.reference.kim import kim_matrices, kim_parameters, kim_regressor, kim_torque
-from delta_dynamics.rotary.kinematics import (UnreachableError, forward_kinematics, jacobian,
-                                              sample_workspace)
+from delta_dynamics.rotary.kinematics import UnreachableError, forward_kinematics, sample_workspace
 from delta_dynamics.rotary.model import RotaryModel, RotaryParameters, forearm_point_masses
 from delta_dynamics.algorithms import simulate_adaptive, simulate_fixed
 from delta_dynamics.rotary.simulate import step
 from delta_dynamics.motion.trajectories import circle, pick_place
 
+from model_checks import (assert_equation_of_motion, assert_single_sample_path_matches_the_batch_path, d_dt,
+                          lagrange_efforts, lagrangian, multisine)
+
 PRESETS = ["nt_robot", "d3s800"]
-
-# 6th-order central difference weights for the first derivative
-_D1 = (np.array([-1, 9, -45, 0, 45, -9, 1]) / 60.0, np.arange(-3, 4))
-
-
-def d_dt(f, t, h):
-    return sum(w * f(t + k * h) for w, k in zip(*_D1)) / h
 
 
 @pytest.fixture(scope="module", params=PRESETS)
@@ -40,21 +33,7 @@ def model(request):
 
 def joint_path(model, seed):
     """A smooth joint-space path q(t) around the home pose (multi-sine)."""
-    rng = np.random.default_rng(seed)
-    q0 = np.full(3, 0.5 * (model.q_lo[0] + model.q_hi[0]) * 0.6)
-    amp = rng.uniform(0.05, 0.2, size=(3, 3))
-    w = rng.uniform(1.0, 6.0, size=(3, 3))
-    ph = rng.uniform(0, 2 * np.pi, size=(3, 3))
-
-    def q(t):
-        return q0 + (amp * np.sin(w * t + ph)).sum(axis=1)
-
-    def qd(t):
-        return (amp * w * np.cos(w * t + ph)).sum(axis=1)
-
-    def qdd(t):
-        return -(amp * w * w * np.sin(w * t + ph)).sum(axis=1)
-    return q, qd, qdd
+    return multisine(np.full(3, 0.5 * (model.q_lo[0] + model.q_hi[0]) * 0.6), (0.05, 0.2), seed)
 
 
 def cart_path(model, seed):
@@ -99,28 +78,13 @@ def test_power_balance_on_the_paper_trajectories(model):
         assert np.abs(dE[:, 0] - dE[:, 1]).max() <= 1e-8 * scale
 
 
-def lagrangian(m, q, qd):
-    X, Xd, _ = cartesian_state(m, q, qd)
-    T, U = energy(m, X, Xd)
-    return T - U
-
-
 def test_every_torque_obeys_lagrange_equations(model):
     """tau_i = d/dt dL/dq_dot_i - dL/dq_i, with L = T - U of the model's own energy."""
     mf = model.without_friction()
-    eye = np.eye(3)
     for seed in (10, 11, 12):
         q, qd, qdd = joint_path(model, seed)
-
-        def p(t):                                   # dL/dq_dot (L is quadratic in q_dot)
-            hv = 1e-3
-            return np.array([(lagrangian(mf, q(t), qd(t) + hv * eye[i])
-                              - lagrangian(mf, q(t), qd(t) - hv * eye[i])) / (2 * hv) for i in range(3)])
         for t in np.linspace(0.1, 1.9, 7):
-            hq = 1e-5
-            dLdq = np.array([(lagrangian(mf, q(t) + hq * eye[i], qd(t))
-                              - lagrangian(mf, q(t) - hq * eye[i], qd(t))) / (2 * hq) for i in range(3)])
-            tau_lagrange = d_dt(p, t, 1e-3) - dLdq
+            tau_lagrange = lagrange_efforts(lagrangian(mf), q, qd, t)
             tau = inverse_dynamics_joint(mf, q(t), qd(t), qdd(t))
             np.testing.assert_allclose(tau, tau_lagrange, rtol=1e-6, atol=1e-6 * np.abs(tau).max())
 
@@ -155,17 +119,7 @@ def test_equation_39_holds_with_M_C_G(model):
     rng = np.random.default_rng(3)
     X = sample_workspace(model, 30, seed=31)
     V, A, F = rng.normal(size=(3, 30, 3))
-    tau = inverse_dynamics(model, X, V, A, F_P=F)
-    q, qd, _ = joint_state(model, X, V)
-    M, C, G, J = mass_matrix(model, X), coriolis_matrix(model, X, V), gravity_vector(model, X), jacobian(model, X)
-    lhs = np.einsum("nab,nb->na", M, A) + np.einsum("nab,nb->na", C, V) + G - F
-    rhs = np.einsum("nia,ni->na", J, tau - friction_torque(model, qd))
-    np.testing.assert_allclose(lhs, rhs, atol=1e-9 * np.abs(rhs).max())
-    np.testing.assert_allclose(M, np.swapaxes(M, 1, 2), atol=1e-12)
-    assert (np.linalg.eigvalsh(M) > 0).all()
-    # the kinetic energy is 1/2 X_d^T M X_d
-    T = energy(model, X, V)[0]
-    np.testing.assert_allclose(T, 0.5 * np.einsum("na,nab,nb->n", V, M, V), rtol=1e-12)
+    assert_equation_of_motion(model, X, V, A, F)
 
 
 def test_forward_dynamics_inverts_inverse_dynamics(model):
@@ -178,12 +132,7 @@ def test_forward_dynamics_inverts_inverse_dynamics(model):
 
 
 def test_single_sample_path_matches_the_batch_path(model):
-    rng = np.random.default_rng(5)
-    X = sample_workspace(model, 10000, seed=51)        # more than one chunk of the batch path
-    V, A = rng.normal(size=(2, 10000, 3))
-    tb = inverse_dynamics(model, X, V, A)
-    for k in (0, 4095, 4096, 9999):
-        np.testing.assert_allclose(inverse_dynamics(model, X[k], V[k], A[k]), tb[k], rtol=1e-13, atol=1e-12)
+    assert_single_sample_path_matches_the_batch_path(model)
 
 
 def test_regressor_reproduces_the_torques(model):

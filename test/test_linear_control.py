@@ -13,17 +13,9 @@ from delta_hardware.drives import DriveState
 from delta_hardware.drives.simulated import SimulatedDriveSet
 from delta_hardware.trajectory_plan import (Setpoint, TrajectoryRejected, build_plan, cartesian_to_joint,
                                             match_joint_names)
+from test_control_loop import DT, run
 
-DT = 0.002
 ROBOT = "colombo2020"
-
-
-def run(loop, t, seconds):
-    outs = []
-    for _ in range(int(round(seconds / DT))):
-        outs.append(loop.cycle(t))
-        t += DT
-    return t, outs
 
 
 @pytest.fixture

@@ -8,25 +8,22 @@ import numpy as np
 import pytest
 
 from delta_dynamics.identification.regressors import base_parameters, stack
-from delta_dynamics.rotary.kinematics import UnreachableError
-from delta_dynamics.linear.dynamics import (cartesian_state, coriolis_matrix, energy, forward_dynamics,
-                                            friction_torque, gravity_vector, inverse_dynamics,
-                                            inverse_dynamics_joint, joint_state, mass_matrix, multipliers,
-                                            regressor, regressor_joint, rod_forces)
-from delta_dynamics.linear.kinematics import (forward_kinematics, inverse_kinematics, jacobian, jacobian_q,
-                                              jacobian_x, sample_workspace, workspace_centre)
+from delta_dynamics.algorithms import UnreachableError
+from delta_dynamics.linear.dynamics import (cartesian_state, energy, forward_dynamics, friction_torque,
+                                            inverse_dynamics, inverse_dynamics_joint, joint_state, mass_matrix,
+                                            multipliers, regressor, regressor_joint, rod_forces)
+from delta_dynamics.linear.kinematics import (forward_kinematics, inverse_kinematics, jacobian_q, jacobian_x,
+                                              sample_workspace, workspace_centre)
 from delta_dynamics.linear.model import PARAMETER_NAMES, LinearModel, LinearParameters
 from delta_dynamics.algorithms import simulate_adaptive, simulate_fixed
 from delta_dynamics.linear.simulate import step
 from delta_dynamics.motion.trajectories import lissajous
 
+from model_checks import (assert_equation_of_motion, assert_single_sample_path_matches_the_batch_path, d_dt,
+                          lagrange_efforts, lagrangian, multisine)
+
 PRESETS = ["colombo2020", "linear_delta_xl"]
-_D1 = (np.array([-1, 9, -45, 0, 45, -9, 1]) / 60.0, np.arange(-3, 4))
 PAPER = dict(m_link=0.02, m_plat=0.5, m_cart=0.25)
-
-
-def d_dt(f, t, h):
-    return sum(w * f(t + k * h) for w, k in zip(*_D1)) / h
 
 
 def paper_model(rods="lumped"):
@@ -50,16 +47,7 @@ def model(request):
 
 def joint_path(m, seed):
     """A smooth carriage path q(t) around the home pose (multi-sine) and its derivatives."""
-    rng = np.random.default_rng(seed)
-    q0 = inverse_kinematics(m, workspace_centre(m))
-    s = 0.06 * m.l
-    amp = rng.uniform(0.2, 0.5, size=(3, 3)) * s
-    w = rng.uniform(1.0, 6.0, size=(3, 3))
-    ph = rng.uniform(0, 2 * np.pi, size=(3, 3))
-    q = lambda t: q0 + (amp * np.sin(w * t + ph)).sum(axis=1)
-    qd = lambda t: (amp * w * np.cos(w * t + ph)).sum(axis=1)
-    qdd = lambda t: -(amp * w * w * np.sin(w * t + ph)).sum(axis=1)
-    return q, qd, qdd
+    return multisine(inverse_kinematics(m, workspace_centre(m)), (0.2 * 0.06 * m.l, 0.5 * 0.06 * m.l), seed)
 
 
 # ----------------------------------------------------------------------------- the paper's checks
@@ -159,27 +147,13 @@ def test_the_lissajous_forces_look_like_figure_4():
 
 # ----------------------------------------------------------------------------- the model's own energy
 
-def lagrangian(m, q, qd):
-    X, Xd, _ = cartesian_state(m, q, qd)
-    T, U = energy(m, X, Xd)
-    return T - U
-
-
 def test_every_force_obeys_lagrange_equations(model):
     """Q_i = d/dt dL/dq_dot_i - dL/dq_i (+ friction), with L = T - U of :func:`energy`."""
     mf = model.without_friction()
-    eye = np.eye(3)
     for seed in (10, 11):
         q, qd, qdd = joint_path(model, seed)
-
-        def p(t):                                   # dL/dq_dot (L is quadratic in q_dot)
-            hv = 1e-3
-            return np.array([(lagrangian(mf, q(t), qd(t) + hv * eye[i])
-                              - lagrangian(mf, q(t), qd(t) - hv * eye[i])) / (2 * hv) for i in range(3)])
         for t in np.linspace(0.1, 1.9, 5):
-            dLdq = np.array([d_dt(lambda s: lagrangian(mf, q(t) + s * eye[i], qd(t)), 0.0, 1e-5)
-                             for i in range(3)])
-            Q_lagrange = d_dt(p, t, 1e-3) - dLdq
+            Q_lagrange = lagrange_efforts(lagrangian(mf), q, qd, t)
             Q = inverse_dynamics_joint(mf, q(t), qd(t), qdd(t))
             np.testing.assert_allclose(Q, Q_lagrange, rtol=1e-6, atol=1e-7 * np.abs(Q).max())
             np.testing.assert_allclose(inverse_dynamics_joint(model, q(t), qd(t), qdd(t)) - Q,
@@ -268,15 +242,7 @@ def test_reduced_equation_of_motion_holds_with_M_C_G(model):
     rng = np.random.default_rng(3)
     X = sample_workspace(model, 30, seed=31, min_measure=0.05)
     V, A, F = rng.normal(size=(3, 30, 3))
-    Q = inverse_dynamics(model, X, V, A, F_P=F)
-    _, qd, _ = joint_state(model, X, V)
-    M, C, G, J = mass_matrix(model, X), coriolis_matrix(model, X, V), gravity_vector(model, X), jacobian(model, X)
-    lhs = np.einsum("nab,nb->na", M, A) + np.einsum("nab,nb->na", C, V) + G - F
-    rhs = np.einsum("nia,ni->na", J, Q - friction_torque(model, qd))
-    np.testing.assert_allclose(lhs, rhs, atol=1e-9 * np.abs(rhs).max())
-    np.testing.assert_allclose(M, np.swapaxes(M, 1, 2), atol=1e-13)
-    assert (np.linalg.eigvalsh(M) > 0).all()
-    np.testing.assert_allclose(energy(model, X, V)[0], 0.5 * np.einsum("na,nab,nb->n", V, M, V), rtol=1e-12)
+    M = assert_equation_of_motion(model, X, V, A, F, sym_atol=1e-13)
     np.testing.assert_allclose(mass_matrix(model, X[4]), M[4], rtol=1e-14)
 
 
@@ -292,14 +258,7 @@ def test_forward_dynamics_inverts_inverse_dynamics(model):
 
 
 def test_single_sample_path_matches_the_batch_path(model):
-    rng = np.random.default_rng(5)
-    X = sample_workspace(model, 10000, seed=51)           # more than one chunk of the batch path
-    V, A = rng.normal(size=(2, 10000, 3))
-    Qb = inverse_dynamics(model, X, V, A)
-    for k in (0, 4095, 4096, 9999):
-        np.testing.assert_allclose(inverse_dynamics(model, X[k], V[k], A[k]), Qb[k], rtol=1e-13, atol=1e-12)
-        np.testing.assert_allclose(inverse_dynamics(model, tuple(X[k].tolist()), tuple(V[k].tolist()),
-                                                    tuple(A[k].tolist())), Qb[k], rtol=1e-13, atol=1e-12)
+    assert_single_sample_path_matches_the_batch_path(model)
 
 
 def test_an_unreachable_sample_is_named():

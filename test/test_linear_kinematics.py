@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from delta_dynamics.rotary.kinematics import SingularityError, UnreachableError
+from delta_dynamics.algorithms import SingularityError, UnreachableError
 from delta_dynamics.linear.dynamics import cartesian_state, joint_state
 from delta_dynamics.linear.kinematics import (passive_origins, check_joint_limits, forward_kinematics,
                                               inverse_kinematics, jacobian, jacobian_derivative, jacobian_q,
@@ -14,13 +14,9 @@ from delta_dynamics.linear.kinematics import (passive_origins, check_joint_limit
                                               sample_workspace, singularity_measure, tool_point,
                                               workspace_centre)
 from delta_dynamics.linear.model import LinearModel
+from model_checks import d_dt, multisine
 
 PRESETS = ["colombo2020", "linear_delta_xl"]
-_D1 = (np.array([-1, 9, -45, 0, 45, -9, 1]) / 60.0, np.arange(-3, 4))
-
-
-def d_dt(f, t, h):
-    return sum(w * f(t + k * h) for w, k in zip(*_D1)) / h
 
 
 @pytest.fixture(scope="module", params=PRESETS)
@@ -30,16 +26,8 @@ def model(request):
 
 def platform_path(m, seed):
     """A smooth platform path X(t) around the home pose (multi-sine), with its derivatives."""
-    rng = np.random.default_rng(seed)
-    X0 = workspace_centre(m)
     s = 0.25 * (m.R - m.r)
-    amp = rng.uniform(0.2, 0.5, size=(3, 3)) * s
-    w = rng.uniform(1.0, 5.0, size=(3, 3))
-    ph = rng.uniform(0, 2 * np.pi, size=(3, 3))
-    X = lambda t: X0 + (amp * np.sin(w * t + ph)).sum(axis=1)
-    Xd = lambda t: (amp * w * np.cos(w * t + ph)).sum(axis=1)
-    Xdd = lambda t: -(amp * w * w * np.sin(w * t + ph)).sum(axis=1)
-    return X, Xd, Xdd
+    return multisine(workspace_centre(m), (0.2 * s, 0.5 * s), seed, omega=(1.0, 5.0))
 
 
 def test_inverse_kinematics_is_the_papers_equation_6():

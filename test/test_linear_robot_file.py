@@ -9,6 +9,7 @@ import yaml
 
 from delta_core.robot_file import (LinearGeometry, LinearLimits, RobotFileError, RobotParameters, list_presets,
                                    load_robot, save_robot)
+from test_robot_file import refused
 
 
 def preset_dict(name="colombo2020"):
@@ -83,15 +84,7 @@ def test_drive_and_limits_speak_the_rotary_robots_language():
     ("gravity", -9.8, "gravity must be >= 0, got -9.8"),
 ])
 def test_each_bad_value_is_named_with_file_field_and_rule(tmp_path, path, value, message):
-    d = preset_dict()
-    node = d
-    *parents, leaf = path.split(".")
-    for p in parents:
-        node = node[p]
-    node[leaf] = value
-    f = write(tmp_path, d)
-    with pytest.raises(RobotFileError, match=f"^{str(f)}: {message}"):
-        load_robot(f)
+    refused(tmp_path, preset_dict(), path, value, message)
 
 
 def test_rods_too_short_to_reach_the_platform_are_refused(tmp_path):

@@ -16,6 +16,20 @@ def preset_dict(name="nt_robot"):
     return yaml.safe_load((REPO / "config" / "robots" / f"{name}.yaml").read_text())
 
 
+def refused(tmp_path, d, path, value, message):
+    """``d`` with ``value`` at the dotted ``path``, written to a file, is refused by name:
+    "<file>: <message>"."""
+    node = d
+    *parents, leaf = path.split(".")
+    for p in parents:
+        node = node[p]
+    node[leaf] = value
+    f = tmp_path / "x.yaml"
+    f.write_text(yaml.safe_dump(d))
+    with pytest.raises(RobotFileError, match=f"^{str(f)}: {message}"):
+        load_robot(f)
+
+
 def test_presets_load_by_name_and_by_path():
     assert {"nt_robot", "d3s800"} <= set(list_presets())
     a = load_robot("nt_robot")
@@ -70,16 +84,7 @@ def test_save_never_writes_an_invalid_file_and_keeps_the_old_one(tmp_path):
     ("gravity", -9.8, "gravity must be >= 0, got -9.8"),
 ])
 def test_each_bad_value_is_named_with_file_field_and_rule(tmp_path, path, value, message):
-    d = preset_dict()
-    node = d
-    *parents, leaf = path.split(".")
-    for p in parents:
-        node = node[p]
-    node[leaf] = value
-    f = tmp_path / "x.yaml"
-    f.write_text(yaml.safe_dump(d))
-    with pytest.raises(RobotFileError, match=f"^{str(f)}: {message}"):
-        load_robot(f)
+    refused(tmp_path, preset_dict(), path, value, message)
 
 
 def test_a_forearm_that_cannot_reach_the_platform_is_refused(tmp_path):

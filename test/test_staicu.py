@@ -17,11 +17,7 @@ from delta_dynamics.reference.staicu import (StaicuModel, body_poses, configurat
                                              joint_state, motion)
 from delta_dynamics.motion.trajectories import ellipse, pick_place
 
-_D1 = (np.array([-1, 9, -45, 0, 45, -9, 1]) / 60.0, np.arange(-3, 4))
-
-
-def d_dt(f, t, h):
-    return sum(w * f(t + k * h) for w, k in zip(*_D1)) / h
+from model_checks import d_dt, lagrange_efforts, multisine
 
 
 def with_full_body(base, full: FullBody, **geometry):
@@ -61,14 +57,7 @@ def sm(request):
 def joint_path(sm, seed):
     """A smooth joint-space path q(t) (multi-sine) around the workspace centre."""
     m = sm.explicit
-    q0 = inverse_kinematics(m, workspace_centre(m))
-    rng = np.random.default_rng(seed)
-    amp = rng.uniform(0.03, 0.1, size=(3, 3))
-    w = rng.uniform(1.0, 6.0, size=(3, 3))
-    ph = rng.uniform(0, 2 * np.pi, size=(3, 3))
-    return (lambda t: q0 + (amp * np.sin(w * t + ph)).sum(axis=1),
-            lambda t: (amp * w * np.cos(w * t + ph)).sum(axis=1),
-            lambda t: -(amp * w * w * np.sin(w * t + ph)).sum(axis=1))
+    return multisine(inverse_kinematics(m, workspace_centre(m)), (0.03, 0.1), seed)
 
 
 def cart(sm, q, qd, qdd=None):
@@ -192,19 +181,10 @@ def lagrangian(sm, q, qd):
 
 def test_every_torque_obeys_lagrange_equations(sm):
     """tau_i = d/dt dL/dq_dot_i - dL/dq_i, with L = T - U of the model's own bodies."""
-    eye = np.eye(3)
     for seed in (10, 11):
         q, qd, qdd = joint_path(sm, seed)
-
-        def p(t):                                   # dL/dq_dot (L is quadratic in q_dot)
-            hv = 1e-3
-            return np.array([(lagrangian(sm, q(t), qd(t) + hv * eye[i])
-                              - lagrangian(sm, q(t), qd(t) - hv * eye[i])) / (2 * hv) for i in range(3)])
         for t in np.linspace(0.1, 1.9, 4):
-            hq = 1e-5
-            dLdq = np.array([(lagrangian(sm, q(t) + hq * eye[i], qd(t))
-                              - lagrangian(sm, q(t) - hq * eye[i], qd(t))) / (2 * hq) for i in range(3)])
-            tau_lagrange = d_dt(p, t, 1e-3) - dLdq
+            tau_lagrange = lagrange_efforts(lambda a, b: lagrangian(sm, a, b), q, qd, t)
             tau = inverse_dynamics(sm, *cart(sm, q(t), qd(t), qdd(t)), friction=False)
             np.testing.assert_allclose(tau, tau_lagrange, rtol=1e-6, atol=1e-6 * np.abs(tau).max())
 

@@ -27,7 +27,7 @@ import argparse
 import sys
 
 from delta_core.robot_file import RobotFileError
-from delta_core.termination import Terminated, signals_raise
+from delta_core.termination import run_terminable
 from delta_dynamics.algorithms import UnreachableError
 from delta_dynamics.cli import compare, demo, forward, inverse, point, reactions, simulate, trajectory
 from delta_dynamics.cli.args import PROG, CliError
@@ -50,15 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of the ``delta-dynamics`` console script; returns the exit status."""
-    with signals_raise():
-        try:
-            return _run(argv)
-        except Terminated as e:
-            print(f"{PROG}: {e}", file=sys.stderr)
-            return e.exit_code
+    return run_terminable(PROG, _run, argv)
 
 
 def _run(argv) -> int:
+    """Parse ``argv``, run the subcommand, turn the errors a user can cause into one line and 2."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

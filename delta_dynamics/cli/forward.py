@@ -6,7 +6,7 @@ import numpy as np
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits,
                                        forward_dynamics, inverse_kinematics, joint_units, simulate_adaptive,
                                        simulate_fixed)
-from delta_dynamics.cli.args import SAMPLE, CliError, float_in, info, int_in, model_for, robot_option
+from delta_dynamics.cli.args import SAMPLE, CliError, command, float_in, info, int_in, model_for
 from delta_dynamics.common.trajectory import Trajectory
 from delta_dynamics.trajectory_io import read_joint_data, write_trajectory
 
@@ -85,14 +85,11 @@ def cmd_forward(args) -> int:
 
 
 def register(sub) -> None:
-    """Add the ``forward`` subcommand to ``sub``."""
-    # forward
-    fp = sub.add_parser("forward", help="simulate the robot under a torque (force) CSV",
-                        description="Forward simulation from the first row's state (q, qd) "
-                        "under the torques of a joint-data CSV (the carriage forces f1,f2,f3 for a "
-                        "linear Delta); writes a trajectory CSV with accelerations from the forward "
-                        "dynamics.")
-    robot_option(fp)
+    """Add ``forward`` to the subcommands ``sub``."""
+    fp = command(sub, "forward", cmd_forward, "simulate the robot under a torque (force) CSV",
+                 "Forward simulation from the first row's state (q, qd) under the torques of a joint-data "
+                 "CSV (the carriage forces f1,f2,f3 for a linear Delta); writes a trajectory CSV with "
+                 "accelerations from the forward dynamics.")
     fp.add_argument("--torques", required=True, metavar="CSV",
                     help="input joint data (t, q, qd, tau; f instead of tau for a linear Delta)")
     fp.add_argument("--out", required=True, metavar="CSV", help="output trajectory")
@@ -107,4 +104,3 @@ def register(sub) -> None:
     fp.add_argument("--atol", type=float_in(1e-15, 1.0), default=1e-11,
                     help="adaptive: absolute tolerance, 1e-15 to 1 (default: %(default)g)")
     fp.add_argument("--no-friction", action="store_true", help="leave joint friction out")
-    fp.set_defaults(func=cmd_forward)

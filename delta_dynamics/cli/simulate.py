@@ -17,7 +17,7 @@ import numpy as np
 from delta_core.robot_file import load_robot
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits, joint_state,
                                        joint_units, simulate_fixed)
-from delta_dynamics.cli.args import SAMPLE, CliError, count, require_kind, robot_option
+from delta_dynamics.cli.args import SAMPLE, CliError, command, count, require_kind
 from delta_dynamics.kinds import model_for
 from delta_dynamics.reference.multibody.simulation import simulate
 from delta_dynamics.reference.multibody.system import MultibodySystem
@@ -101,15 +101,13 @@ def _explicit(m, jd, args):
 
 
 def register(sub) -> None:
-    """Add the ``simulate`` subcommand to ``sub``."""
-    sp = sub.add_parser("simulate", help="simulate a plant model (multibody or explicit) under a torque CSV",
-                        description="Forward simulation from the first row's state (q, qd) under the "
-                        "torques of a joint-data CSV on the multibody model (Elshami et al.: every body, "
-                        "joints as constraints, projection onto the constraint manifold) or the explicit "
-                        "model; writes t,x,y,z,xd,yd,zd,q1..3,qd1..3,violation and, for the multibody "
-                        "model, the joint reaction forces.")
+    """Add ``simulate`` to the subcommands ``sub``."""
+    sp = command(sub, "simulate", cmd_simulate, "simulate a plant model (multibody or explicit) under a torque CSV",
+                 "Forward simulation from the first row's state (q, qd) under the torques of a joint-data "
+                 "CSV on the multibody model (Elshami et al.: every body, joints as constraints, projection "
+                 "onto the constraint manifold) or the explicit model; writes t,x,y,z,xd,yd,zd,q1..3,"
+                 "qd1..3,violation and, for the multibody model, the joint reaction forces.")
     sp.add_argument("--model", choices=MODELS, default="multibody", help="plant model (default: %(default)s)")
-    robot_option(sp)
     sp.add_argument("--torques", required=True, metavar="CSV", help="input joint data (t, q, qd, tau)")
     sp.add_argument("--out", required=True, metavar="CSV", help="output: simulated states")
     sp.add_argument("--reactions", metavar="CSV", help="multibody only: also write the joint reaction forces")
@@ -124,4 +122,3 @@ def register(sub) -> None:
     sp.add_argument("--stabilisation", choices=("projection", "baumgarte", "none"), default="projection",
                     help="multibody: constraint stabilisation (default: %(default)s)")
     sp.add_argument("--no-friction", action="store_true", help="leave joint friction out")
-    sp.set_defaults(func=cmd_simulate)

@@ -15,13 +15,8 @@ import numpy as np
 class ScalarMath:
     """The functions of :mod:`math` under the names component-wise code uses (one sample)."""
 
-    sqrt = staticmethod(math.sqrt)
-    cos = staticmethod(math.cos)
-    sin = staticmethod(math.sin)
-    atan2 = staticmethod(math.atan2)
-    acos = staticmethod(math.acos)
-    exp = staticmethod(math.exp)
-    tanh = staticmethod(math.tanh)
+    sqrt, cos, sin, atan2, acos, exp, tanh = map(staticmethod, (math.sqrt, math.cos, math.sin, math.atan2,
+                                                                math.acos, math.exp, math.tanh))
 
     @staticmethod
     def first_bad(ok) -> int | None:
@@ -37,14 +32,8 @@ class ScalarMath:
 class ArrayMath:
     """The same functions on numpy arrays (N samples, one array per component)."""
 
-    sqrt = staticmethod(np.sqrt)
-    cos = staticmethod(np.cos)
-    sin = staticmethod(np.sin)
-    atan2 = staticmethod(np.arctan2)
-    acos = staticmethod(np.arccos)
-    exp = staticmethod(np.exp)
-    tanh = staticmethod(np.tanh)
-    sign = staticmethod(np.sign)
+    sqrt, cos, sin, atan2, acos, exp, tanh, sign = map(staticmethod, (np.sqrt, np.cos, np.sin, np.arctan2,
+                                                                      np.arccos, np.exp, np.tanh, np.sign))
 
     @staticmethod
     def first_bad(ok) -> int | None:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import math
 
-from delta_dynamics.common.backend import join3, split3
+import numpy as np
+
+from delta_dynamics.common.backend import ArrayMath, join3, split3
 
 
 def smooth_sign(v, eps, xp):
@@ -62,3 +64,19 @@ def friction_efforts(m, qd, name: str = "joint velocity"):
     velocity in a message about a wrong shape."""
     a, b, c, xp, single = split3(qd, name)
     return join3(*(joint_friction(m, i, v, xp) for i, v in enumerate((a, b, c))), single)
+
+
+def friction_columns(m, Y, i, qd, stribeck: bool) -> None:
+    """Write the friction columns of joint ``i`` into the regressor ``Y`` (N, 3, 14 or 17) at
+    joint velocities ``qd``: q_d (viscous, column 8 + i) and sgn_eps(q_d) (Coulomb, 11 + i);
+    with ``stribeck`` the Coulomb column is (1 - e) sgn_eps(q_d) and column 14 + i holds
+    e sgn_eps(q_d), e = exp(-(q_d / v_s)^2), for the break-away effort."""
+    qd = np.asarray(qd)
+    Y[:, i, 8 + i] = qd
+    sg = smooth_sign(qd, m.v_smooth, ArrayMath)
+    if stribeck:
+        e = np.exp(-(qd / m.v_stribeck) ** 2)
+        Y[:, i, 11 + i] = sg * (1.0 - e)
+        Y[:, i, 14 + i] = sg * e
+    else:
+        Y[:, i, 11 + i] = sg

@@ -6,9 +6,9 @@
 dynamics and step (``m.ops``, :mod:`delta_dynamics.kinds`), so one implementation serves
 every kind:
 
-* :func:`step`: one fixed step, ``"semi-implicit"`` (the kind's symplectic Euler with
-  linearly implicit friction, stable at any dt however stiff the smoothed Coulomb friction is)
-  or ``"rk4"`` (classical Runge-Kutta, :func:`rk4_step`);
+* :func:`stepper`: a kind's ``step``, one fixed step, ``"semi-implicit"`` (the kind's
+  symplectic Euler with linearly implicit friction, stable at any dt however stiff the
+  smoothed Coulomb friction is) or ``"rk4"`` (classical Runge-Kutta, :func:`rk4_step`);
 * :func:`simulate_fixed`: fixed steps over sampled or callable efforts (a real-time loop);
 * :func:`simulate_adaptive`: scipy's ``solve_ivp`` (LSODA by default, which switches to a
   stiff method where friction needs it) for offline work.
@@ -25,18 +25,26 @@ import numpy as np
 METHODS = ("semi-implicit", "rk4")
 
 
-def step(semi_implicit, m, X, Xd, tau, dt: float, method: str = "semi-implicit", F_P=None):
-    """Advance (X, X_dot) by one step of ``dt`` seconds under constant efforts ``tau`` with
-    ``method``; ``semi_implicit(m, X, Xd, tau, dt, F_P)`` is the kind's semi-implicit step.
-    X, X_dot, tau are sequences of 3 floats; returns the new (X, X_dot) as tuples of floats."""
-    X = tuple(map(float, X))                      # numpy scalars would slow every operation
-    Xd = tuple(map(float, Xd))
-    tau = tuple(map(float, tau))
-    if method == "semi-implicit":
-        return semi_implicit(m, X, Xd, tau, dt, F_P)
-    if method == "rk4":
-        return rk4_step(m, X, Xd, tau, dt, F_P)
-    raise ValueError(f"integrator method must be one of {', '.join(METHODS)}, got {method!r}")
+def stepper(semi_implicit):
+    """The interface's ``step`` of a kind whose semi-implicit step is
+    ``semi_implicit(m, X, Xd, tau, dt, F_P)`` (on 3-tuples of floats)."""
+
+    def step(m, X, Xd, tau, dt: float, method: str = "semi-implicit", F_P=None):
+        """Advance (X, X_dot) by one step of ``dt`` seconds under constant joint efforts ``tau``
+        (N m or N) with ``method`` (``"semi-implicit"`` or ``"rk4"``); ``F_P``: an external
+        platform force (N). X, X_dot, tau are sequences of 3 floats; returns the new
+        (X, X_dot) as tuples of floats."""
+        X = tuple(map(float, X))                      # numpy scalars would slow every operation
+        Xd = tuple(map(float, Xd))
+        tau = tuple(map(float, tau))
+        if method == "semi-implicit":
+            return semi_implicit(m, X, Xd, tau, dt, F_P)
+        if method == "rk4":
+            return rk4_step(m, X, Xd, tau, dt, F_P)
+        raise ValueError(f"integrator method must be one of {', '.join(METHODS)}, got {method!r}")
+
+    step.__module__ = semi_implicit.__module__
+    return step
 
 
 def rk4_step(m, X, Xd, tau, dt, F_P, tau_mid=None, tau_end=None):

@@ -54,17 +54,23 @@ def read_identified_lumped(robot, names, kinds: dict, bounds: dict, static_unit:
 class LumpedParameters:
     """Base of a kind's lumped parameters (subclassed by a frozen dataclass whose first six
     fields are two scalars and four per-joint triples, the last two viscous and Coulomb, then
-    ``static``, ``stribeck_velocity``, ``smoothing_velocity``). The subclass sets ``NAMES``
-    (the 14 names of :meth:`as_vector`), ``KINDS`` (name, and ``static_1..3`` -> kind of
-    parameter), ``BOUNDS`` (kind -> plausibility bound), ``EFFORTS`` ("torques" or "forces")
-    and the default friction velocities of :meth:`from_vector`."""
+    ``static``, ``stribeck_velocity``, ``smoothing_velocity``), declared with its tables:
+    ``names`` (the 14 names of :meth:`as_vector`), ``kinds`` (name, and ``static_1..3`` -> kind
+    of parameter), ``bounds`` (kind -> plausibility bound), ``efforts`` ("torques" or
+    "forces", for messages) and ``velocities`` (the default Stribeck and smoothing velocities
+    of :meth:`from_vector`)."""
 
     NAMES: tuple = ()
     KINDS: dict = {}
     BOUNDS: dict = {}
     EFFORTS = "efforts"
-    STRIBECK_VELOCITY = 0.05
-    SMOOTHING_VELOCITY = 0.002
+    STRIBECK_VELOCITY, SMOOTHING_VELOCITY = 0.05, 0.002
+
+    def __init_subclass__(cls, names=(), kinds=None, bounds=None, efforts="efforts", velocities=(0.05, 0.002),
+                          **options):
+        super().__init_subclass__(**options)
+        cls.NAMES, cls.KINDS, cls.BOUNDS, cls.EFFORTS = tuple(names), dict(kinds or {}), dict(bounds or {}), efforts
+        cls.STRIBECK_VELOCITY, cls.SMOOTHING_VELOCITY = velocities
 
     def as_vector(self) -> np.ndarray:
         """The 14 linear parameters in ``NAMES`` order."""

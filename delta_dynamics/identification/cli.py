@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from delta_core.robot_file import RobotFileError, load_robot
-from delta_core.termination import Terminated, signals_raise
+from delta_core.termination import run_terminable
 from delta_dynamics.algorithms import joint_units, parameter_set
 from delta_dynamics.cli.args import float_in, int_in, sample_time
 from delta_dynamics.kinds import model_for
@@ -77,7 +77,7 @@ class ProgressBar:
 # ----------------------------------------------------------------------------- arguments
 
 def _identify_parser():
-
+    """The argument parser of ``delta-identify``."""
     p = argparse.ArgumentParser(
         prog=PROG, description="Identify the dynamic parameters of a Delta robot from joint positions "
         "and efforts (CSV or rosbag2) and write an updated robot file. "
@@ -155,7 +155,7 @@ def _identify_parser():
 
 
 def _excite_parser():
-
+    """The argument parser of ``delta-identify excite``."""
     p = argparse.ArgumentParser(
         prog=f"{PROG} excite", description="Design an excitation trajectory (finite Fourier series in joint "
         "space, optimised for the regressor's condition number, inside every limit) and write it as a "
@@ -211,10 +211,9 @@ def _load(path, robot, args):
 
 
 def run_identify(argv) -> int:
+    """``delta-identify``: fit the parameters to the data of ``argv`` and report (and write)
+    them; the exit status."""
     args = _identify_parser().parse_args(argv)
-
-
-
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a))
     robot = load_robot(args.robot)
     model = model_from_robot_file(robot)
@@ -329,9 +328,9 @@ def run_identify(argv) -> int:
 # ----------------------------------------------------------------------------- excite
 
 def run_excite(argv) -> int:
+    """``delta-identify excite``: design an excitation trajectory and write it as CSV; the exit
+    status."""
     args = _excite_parser().parse_args(argv)
-
-
     n = round(args.cycles * args.period / args.dt) + 1
     if n > MAX_SAMPLES:
         raise IdentificationError(f"--cycles {args.cycles} x --period {args.period:g} s at --dt {args.dt:g} s gives "
@@ -365,18 +364,13 @@ def run_excite(argv) -> int:
 # ----------------------------------------------------------------------------- main
 
 def main(argv=None) -> int:
-
-    with signals_raise():
-        try:
-            return _main(argv)
-        except Terminated as e:
-            print(f"\n{PROG}: {e}", file=sys.stderr)
-            return e.exit_code
+    """Entry point of ``delta-identify`` (and ``delta-identify excite``); the exit status."""
+    return run_terminable(PROG, _main, argv, lead="\n")
 
 
 def _main(argv) -> int:
+    """Run the command of ``argv``; the errors a user can cause become one line and 2 (or 1)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-
     try:
         if argv and argv[0] == "excite":
             return run_excite(argv[1:])

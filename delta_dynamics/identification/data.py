@@ -90,6 +90,7 @@ class JointData:
         return len(self.t)
 
     def where(self, k: int) -> str:
+        """Where sample ``k`` came from ("line 12", "message 3"), for messages."""
         if self.lines is not None:
             return f"{self.unit} {int(self.lines[int(k)])}"
         return f"{self.unit} {int(k) + self.first}"
@@ -289,6 +290,7 @@ class _CsvReader:
         self.used = [header[j] for j in self.idx]
 
     def add_block(self, first, block):
+        """Parse one block of lines (the header with the first) into the columns read so far."""
         rows, nums = data_lines(first, block)
         if rows and self.header is None:
             self._set_header(nums[0], rows[0].strip())

@@ -57,6 +57,7 @@ class Estimate:
         return np.sqrt(np.clip(np.diag(self.cov), 0.0, None))
 
     def as_dict(self) -> dict:
+        """{parameter name: value}."""
         return {n: float(v) for n, v in zip(self.names, self.values)}
 
 
@@ -87,10 +88,12 @@ class _Reduced:
                                       "identifiable from these data (see base_parameters)")
 
     def rss(self, xn) -> float:
+        """Residual sum of squares at the normalised parameters ``xn``."""
         r = self.R @ xn - self.z
         return float(r @ r) + self.rss0
 
     def sigma2(self, xn) -> float:
+        """The residual variance at ``xn`` (rss over the degrees of freedom)."""
         return self.rss(xn) / max(self.m - self.p, 1)
 
     def cov(self, sigma2, inner=None) -> np.ndarray:

@@ -55,6 +55,7 @@ class FourierTrajectory:
 
     @property
     def harmonics(self) -> int:
+        """The number of harmonics H."""
         return self.a.shape[1]
 
     @classmethod
@@ -70,6 +71,7 @@ class FourierTrajectory:
         return cls(float(period), z[:3].copy(), a, b)
 
     def to_vector(self) -> np.ndarray:
+        """z = (q0 (3), a (3H), b (3H)), the inverse of :meth:`from_vector`."""
         return np.concatenate((self.q0, self.a.ravel(), self.b.ravel()))
 
     def evaluate(self, t):
@@ -91,11 +93,14 @@ class FourierTrajectory:
         return (t, *self.evaluate(t))
 
     def to_dict(self) -> dict:
+        """{period, q0, a, b} as plain lists (for YAML and printing)."""
         return {"period": self.period, "q0": self.q0.tolist(), "a": self.a.tolist(), "b": self.b.tolist()}
 
 
 @dataclass
 class ExcitationResult:
+    """What :func:`design_excitation` found: the trajectory, its condition number, the limits it
+    breaks (none when it is usable), its margins, the optimiser's iterations."""
     trajectory: FourierTrajectory
     condition: float                 # of the column-normalised regressor over one period
     violations: list                 # empty when every limit holds at 1 kHz

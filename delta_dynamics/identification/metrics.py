@@ -25,11 +25,13 @@ def fitness(predicted, measured) -> np.ndarray:
 
 
 def rms_error(predicted, measured) -> np.ndarray:
+    """RMS of ``tau_pred - tau`` per joint (N m or N), shape (3,)."""
     d = np.asarray(predicted, float).reshape(-1, 3) - np.asarray(measured, float).reshape(-1, 3)
     return np.sqrt(np.mean(d * d, axis=0))
 
 
 def max_error(predicted, measured) -> np.ndarray:
+    """Largest ``|tau_pred - tau|`` per joint (N m or N), shape (3,)."""
     d = np.asarray(predicted, float).reshape(-1, 3) - np.asarray(measured, float).reshape(-1, 3)
     return np.abs(d).max(axis=0)
 

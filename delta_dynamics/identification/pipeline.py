@@ -90,6 +90,8 @@ class Problem:
 
 @dataclass
 class Result:
+    """One estimator's result: method, parameter set, estimate, base parameters, the parameters
+    held, the nominal values and the torque metrics on the fitting (and validation) data."""
     method: str
     pset: ParameterSet
     estimate: est_mod.Estimate          # over the whole parameter set
@@ -104,10 +106,12 @@ class Result:
 
     @property
     def values(self) -> np.ndarray:
+        """The estimated values of the whole parameter set."""
         return self.estimate.values
 
     @property
     def names(self) -> tuple:
+        """The parameter set's names."""
         return self.pset.names
 
     def lumped(self, model):

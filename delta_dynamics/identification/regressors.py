@@ -149,10 +149,12 @@ class BaseParameters:
 
     @property
     def rank(self) -> int:
+        """The number of identifiable base parameters."""
         return len(self.independent)
 
     @property
     def full_rank(self) -> bool:
+        """Whether every parameter is identifiable on its own."""
         return not self.dependent
 
     @property

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from delta_dynamics.motion import trajectories as tr
+from delta_dynamics.figures import save_figure
 from delta_dynamics.linear.dynamics import energy, inverse_dynamics, joint_state
 from delta_dynamics.linear.kinematics import inverse_kinematics
 from delta_dynamics.linear.model import LinearModel
@@ -81,11 +82,7 @@ def run(robot: str = "colombo2020", out: str = "out") -> dict:
     for a in ax:
         a.grid(alpha=0.3)
         a.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
-    p = outdir / "lissajous_forces.png"
-    fig.savefig(p, dpi=100)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, outdir / "lissajous_forces.png", dpi=100))
 
     # Fig. 5: d/dt (K + U) against the input power at 200 mm/s ---------------------------
     vmax = max(SPEEDS)
@@ -103,11 +100,7 @@ def run(robot: str = "colombo2020", out: str = "out") -> dict:
                  fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9, loc="upper right")
-    fig.tight_layout()
-    p = outdir / "lissajous_energy.png"
-    fig.savefig(p, dpi=100)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, outdir / "lissajous_energy.png", dpi=100))
 
     q, qd, qdd = joint_state(m, traj.X, traj.Xd, traj.Xdd)
     written += [write_trajectory(outdir / "lissajous_200.csv", traj),

@@ -41,27 +41,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_dynamics.common.backend import ArrayMath, ScalarMath, join3, split3
+from delta_dynamics.common.backend import ScalarMath, join3, split3
 from delta_dynamics.common.errors import UnreachableError
-from delta_dynamics.common.friction import friction_efforts, joint_friction, smooth_sign
+from delta_dynamics.common.friction import friction_columns, friction_efforts, joint_friction
+from delta_dynamics.common.joint import inverse_dynamics_joint, regressor_joint  # noqa: F401  (the kind's interface)
 from delta_dynamics.common.solve import (CHUNK, chunked, components, platform_force, solve_sym3, split_state,
                                          sym3_matrix)
-from delta_dynamics.linear.kinematics import (chain_geometry, forward_kinematics, jacobian,
-                                              jacobian_derivative, raise_unreachable)
+from delta_dynamics.linear.kinematics import chain_geometry, forward_kinematics, jacobian, jacobian_derivative
 
 # ----------------------------------------------------------------------------- core
 
 
 def chains(m, x, y, z, vx, vy, vz, xp):
-    """Per-chain kinematics shared by every dynamics function and the semi-implicit step: a list of three ``(q, dx, dy, dz, qd, v2)`` with d = (dx, dy, dz)
-    the rod vector, qd = d.X_dot / dz (eq. 7) and v2 = |d_dot|^2 = x_d^2 + y_d^2 + (z_d - qd)^2,
-    so that q_dd = (d.X_dd + v2) / dz (eq. 8 with the sign corrected)."""
+    """Per-chain kinematics shared by every dynamics function and the semi-implicit step: a
+    list of three ``(q, dx, dy, dz, qd, v2)`` with d = (dx, dy, dz) the rod vector,
+    qd = d.X_dot / dz (eq. 7) and v2 = |d_dot|^2 = x_d^2 + y_d^2 + (z_d - qd)^2, so that
+    q_dd = (d.X_dd + v2) / dz (eq. 8 with the sign corrected)."""
     out = []
     for i in range(3):
-        q, dx, dy, dz, ok = chain_geometry(m, i, x, y, z, xp)
-        bad = xp.first_bad(ok)
-        if bad is not None:
-            raise_unreachable(m, x, y, z, bad, i)
+        q, dx, dy, dz = chain_geometry(m, i, x, y, z, xp)
         qd = (dx * vx + dy * vy + dz * vz) / dz
         wz = vz - qd
         out.append((q, dx, dy, dz, qd, vx * vx + vy * vy + wz * wz))
@@ -208,12 +206,6 @@ def cartesian_state(m, q, qd, qdd=None):
     return X, join3(*Xd, single), join3(*Xdd, single)
 
 
-def inverse_dynamics_joint(m, q, qd, qdd, F_P=None, friction: bool = True):
-    """Inverse dynamics from carriage data (as measured): Q for (q, q_dot, q_ddot)."""
-    X, Xd, Xdd = cartesian_state(m, q, qd, qdd)
-    return inverse_dynamics(m, X, Xd, Xdd, F_P=F_P, friction=friction)
-
-
 def friction_torque(m, qd):
     """Carriage friction force (N) at carriage velocity q_dot (m/s), named like the rotary
     function: f = c_v q_d + (c_c + (c_s - c_c) exp(-(q_d / v_s)^2)) sgn_eps(q_d), sgn_eps =
@@ -322,23 +314,10 @@ def regressor(m, X, Xd, Xdd, stribeck: bool = False):
     N = 1 if single else len(x)
     Y = np.zeros((N, 3, 17 if stribeck else 14))
     for i, c in enumerate(ch):
-        qd = np.asarray(c[4])
         Y[:, i, 0] = yx[i]
         Y[:, i, 1] = yr[i]
         Y[:, i, 2 + i] = qdd[i]
         Y[:, i, 5 + i] = m.g
-        Y[:, i, 8 + i] = qd
-        sg = smooth_sign(qd, m.v_smooth, ArrayMath)
-        if stribeck:
-            e = np.exp(-(qd / m.v_stribeck) ** 2)
-            Y[:, i, 11 + i] = sg * (1.0 - e)
-            Y[:, i, 14 + i] = sg * e
-        else:
-            Y[:, i, 11 + i] = sg
+        friction_columns(m, Y, i, c[4], stribeck)
     return Y[0] if single else Y
 
-
-def regressor_joint(m, q, qd, qdd, stribeck: bool = False):
-    """:func:`regressor` from carriage data (q, q_dot, q_ddot)."""
-    X, Xd, Xdd = cartesian_state(m, q, qd, qdd)
-    return regressor(m, X, Xd, Xdd, stribeck=stribeck)

@@ -50,21 +50,27 @@ HORIZONTAL_TOL = 1e-9
 def chain_geometry(m, i, x, y, z, xp):
     """Inverse kinematics of chain i (eq. 6) plus what the dynamics reuses.
 
-    Returns ``(q, dx, dy, dz, ok)``: the carriage position, the rod vector d_i = (dx, dy, dz)
-    (dz = z - q < 0), and whether the chain reaches with its rods not horizontal.
+    Returns ``(q, dx, dy, dz)``: the carriage position and the rod vector d_i = (dx, dy, dz)
+    (dz = z - q < 0). Raises :class:`UnreachableError` (:func:`_raise_unreachable`) for the
+    first sample this rod pair cannot reach, or reaches only lying horizontal.
     """
     dx = x - m.cx[i]
     dy = y - m.cy[i]
     s = m.l2 - dx * dx - dy * dy
     ok = s > (HORIZONTAL_TOL * m.l) ** 2
     if xp is ScalarMath:
-        h = math.sqrt(s) if ok else 0.0
+        if not ok:
+            _raise_unreachable(m, x, y, z, 0, i)
+        h = math.sqrt(s)
     else:
+        bad = xp.first_bad(ok)
+        if bad is not None:
+            _raise_unreachable(m, x, y, z, bad, i)
         h = np.sqrt(np.maximum(s, 0.0))
-    return z + h, dx, dy, -h, ok
+    return z + h, dx, dy, -h
 
 
-def raise_unreachable(m, x, y, z, k, i):
+def _raise_unreachable(m, x, y, z, k, i):
     """Raise :class:`UnreachableError` for sample ``k`` of (x, y, z) that rod pair ``i`` cannot
     reach (too far from its rail, or only with the rods horizontal)."""
     pt, where = point_at(x, y, z, k)
@@ -80,15 +86,8 @@ def raise_unreachable(m, x, y, z, k, i):
 
 
 def _chains_ik(m, x, y, z, xp):
-    """(q, dx, dy, dz) of each chain (:func:`chain_geometry`), raising for a chain that cannot reach."""
-    out = []
-    for i in range(3):
-        q, dx, dy, dz, ok = chain_geometry(m, i, x, y, z, xp)
-        bad = xp.first_bad(ok)
-        if bad is not None:
-            raise_unreachable(m, x, y, z, bad, i)
-        out.append((q, dx, dy, dz))
-    return out
+    """(q, dx, dy, dz) of each chain (:func:`chain_geometry`)."""
+    return [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
 
 
 def inverse_kinematics(m, X, check_limits: bool = False):

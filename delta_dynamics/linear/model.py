@@ -89,7 +89,8 @@ def rod_rotation(mass: float, inertia: float, length: float) -> float:
 
 
 @dataclass(frozen=True)
-class LinearParameters(LumpedParameters):
+class LinearParameters(LumpedParameters, names=PARAMETER_NAMES, kinds=PARAMETER_KINDS, bounds=LUMPED_BOUNDS,
+                       efforts="forces", velocities=(0.01, 0.001)):
     """The lumped dynamic parameters (see the module docstring); SI units.
 
     >>> p = LinearParameters.from_vector(range(14))
@@ -106,13 +107,6 @@ class LinearParameters(LumpedParameters):
     static: tuple
     stribeck_velocity: float
     smoothing_velocity: float
-
-    NAMES = PARAMETER_NAMES
-    KINDS = PARAMETER_KINDS
-    BOUNDS = LUMPED_BOUNDS
-    EFFORTS = "forces"
-    STRIBECK_VELOCITY = 0.01
-    SMOOTHING_VELOCITY = 0.001
 
     @classmethod
     def from_robot(cls, robot: RobotParameters, rods: str = "full") -> "LinearParameters":

@@ -26,15 +26,10 @@ from delta_dynamics.common.solve import solve_sym3
 from delta_dynamics.linear.dynamics import carriage_forces, chains, mass_matrix_entries, rod_inverse
 
 
-def step(m, X, Xd, tau, dt: float, method: str = "semi-implicit", F_P=None):
-    """Advance (X, X_dot) by one step of ``dt`` seconds under constant carriage forces ``tau``
-    (N). X, X_dot, tau are sequences of 3 floats; returns the new (X, X_dot) as tuples."""
-    return integrate.step(semi_implicit_step, m, X, Xd, tau, dt, method, F_P)
-
-
 def semi_implicit_step(m, X, Xd, tau, dt, F_P):
-    """Symplectic Euler with the friction taken linearly implicit (module docstring) on floats:
-    X, X_dot, tau are 3-tuples of floats; returns the new (X, X_dot) as tuples."""
+    """One semi-implicit step of the linear Delta (module docstring) with J_i = (d_ix / d_iz,
+    d_iy / d_iz, 1) (Colombo eq. 7): on 3-tuples of floats (m, m/s, N), returns the new
+    (X, X_dot) as tuples."""
     x, y, z = X
     vx, vy, vz = Xd
     xp = ScalarMath
@@ -54,3 +49,8 @@ def semi_implicit_step(m, X, Xd, tau, dt, F_P):
     ax, ay, az = solve_sym3((xx, yy, zz, xy, xz, yz), bx, by, bz)
     vx, vy, vz = vx + dt * ax, vy + dt * ay, vz + dt * az
     return (x + dt * vx, y + dt * vy, z + dt * vz), (vx, vy, vz)
+
+
+#: One fixed step of ``dt`` s under constant efforts (the interface's ``step``,
+#: :func:`delta_dynamics.common.integrate.stepper`): ``"semi-implicit"`` or ``"rk4"``.
+step = integrate.stepper(semi_implicit_step)

@@ -212,6 +212,7 @@ class DynamicsNode(Node):
 
 
 def main(args=None) -> int:
+    """Run the feedforward node until shut down; the exit status."""
     return run(lambda: DynamicsNode(), NODE_NAME, args)
 
 

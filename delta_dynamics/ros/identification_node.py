@@ -131,6 +131,8 @@ def missing_samples(t: np.ndarray) -> tuple[int, float, float]:
 
 
 class IdentificationNode(Node):
+    """The identification node (module docstring): buffers ``/joint_states``, refits the dynamic
+    parameters on request and writes the identified robot file."""
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         for name, default in PARAMETERS.items():
@@ -170,6 +172,7 @@ class IdentificationNode(Node):
                                f"method {p['method']}, threshold {p['fitness_threshold']:g}")
 
     def params(self) -> dict:
+        """The node's parameters, {name: value}."""
         return {n: self.get_parameter(n).value for n in PARAMETERS}
 
     # ------------------------------------------------------------------ data in
@@ -226,6 +229,8 @@ class IdentificationNode(Node):
             return self._rows[(self._n - 1) % len(self._rows), 0] if self._n else -math.inf
 
     def window(self) -> JointData:
+        """The joint data of the configured window (waiting a little for ``window_end`` to arrive);
+        IdentificationError without data."""
         end = self.get_parameter("window_end").value
         deadline = time.monotonic() + self.WAIT_FOR_WINDOW
         while end and self._newest() < end and time.monotonic() < deadline:
@@ -378,6 +383,7 @@ class IdentificationNode(Node):
 
 
 def main(args=None) -> int:
+    """Run the identification node until shut down; the exit status."""
     return run(IdentificationNode, NODE_NAME, args, multithreaded=True)
 
 

@@ -13,4 +13,5 @@ def load_model(robot: str):
 
 
 def describe(model) -> str:
+    """``'name' (source)`` of a model's robot file, for log lines."""
     return f"'{model.robot.name}' ({model.robot.source})"

@@ -26,6 +26,7 @@ import numpy as np
 from delta_core.robot_file import load_robot
 from delta_dynamics.motion import trajectories as tr
 from delta_dynamics.algorithms import inverse_dynamics, inverse_kinematics, joint_state, sample_workspace, step
+from delta_dynamics.figures import save_figure
 from delta_dynamics.kinds import model_for
 from delta_dynamics.rotary.kinematics import passive_origins
 from delta_dynamics.trajectory_io import write_joint_data, write_trajectory
@@ -124,11 +125,7 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     ax[1].set_xlabel("time (s)")
     ax[1].legend(ncol=3, fontsize=9)
     ax[1].grid(alpha=0.3)
-    fig.tight_layout()
-    p = outdir / "circle_torques.png"
-    fig.savefig(p, dpi=100)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, outdir / "circle_torques.png", dpi=100))
 
     # 2. Pick and place: inverse dynamics and PD(+FF) tracking ---------------------------
     pick = tr.pick_place(start=(-0.1525, 0.0, -0.8), cycles=2, dt=DT)
@@ -170,11 +167,7 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
             a.set_ylim(lo, hi + 0.3 * (hi - lo))
         else:
             a.set_ylim(max(lo, 1e-3), hi * 30)
-    fig.tight_layout()
-    p = outdir / "pick_place_tracking.png"
-    fig.savefig(p, dpi=90, pil_kwargs={"optimize": True})
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, outdir / "pick_place_tracking.png", dpi=90, pil_kwargs={"optimize": True}))
 
     # 3. Workspace, paths and the robot in 3-D ------------------------------------------
     ws = sample_workspace(m, 3000, seed=1, min_measure=0.05)
@@ -200,11 +193,7 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     ax3.view_init(elev=18, azim=-60)
     ax3.set_title(f"{name}: workspace, demo paths and the robot")
     ax3.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    p = outdir / "workspace_3d.png"
-    fig.savefig(p, dpi=90)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, outdir / "workspace_3d.png", dpi=90))
 
     # summary ---------------------------------------------------------------------------
     def rms(a):

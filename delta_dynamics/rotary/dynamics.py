@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_dynamics.common.backend import ArrayMath, ScalarMath, join3, split3
+from delta_dynamics.common.backend import ScalarMath, join3, split3
 from delta_dynamics.common.errors import UnreachableError
-from delta_dynamics.common.friction import friction_efforts, joint_friction, smooth_sign
+from delta_dynamics.common.friction import friction_columns, friction_efforts, joint_friction
+from delta_dynamics.common.joint import inverse_dynamics_joint, regressor_joint  # noqa: F401  (the kind's interface)
 from delta_dynamics.common.solve import (CHUNK, chunked, components, platform_force, solve_sym3, split_state,
                                          sym3_matrix)
-from delta_dynamics.rotary.kinematics import (chain_geometry, forward_kinematics, jacobian,
-                                              jacobian_derivative, raise_unreachable)
+from delta_dynamics.rotary.kinematics import chain_geometry, forward_kinematics, jacobian, jacobian_derivative
 
 
 # ----------------------------------------------------------------------------- core
@@ -57,10 +57,7 @@ def chains(m, x, y, z, vx, vy, vz, xp):
     out = []
     l = m.l
     for i in range(3):
-        q, cq, sq, px, pz, d, ok = chain_geometry(m, i, x, y, z, xp)
-        bad = xp.first_bad(ok)
-        if bad is not None:
-            raise_unreachable(m, x, y, z, bad, i)
+        q, cq, sq, px, pz, d = chain_geometry(m, i, x, y, z, xp)
         c, s = m.cphi[i], m.sphi[i]
         rad = m.dr - l * cq
         ux, uy, uz = x + rad * c, y + rad * s, z + l * sq
@@ -202,12 +199,6 @@ def cartesian_state(m, q, qd, qdd=None):
     return X, join3(*Xd, single), join3(*Xdd, single)
 
 
-def inverse_dynamics_joint(m, q, qd, qdd, F_P=None, friction: bool = True):
-    """Inverse dynamics from joint data (as measured): tau for (q, q_dot, q_ddot)."""
-    X, Xd, Xdd = cartesian_state(m, q, qd, qdd)
-    return inverse_dynamics(m, X, Xd, Xdd, F_P=F_P, friction=friction)
-
-
 def friction_torque(m, qd):
     """tau_fric(q_dot): viscous + Coulomb (Kim et al. eqs. 20-21) with a Stribeck break-away
     term, tau = c_v q_d + (c_c + (c_s - c_c) exp(-(q_d / v_s)^2)) sgn_eps(q_d), where sgn_eps
@@ -343,18 +334,6 @@ def regressor(m, X, Xd, Xdd, stribeck: bool = False):
         Y[:, i, 1] = yk[i]
         Y[:, i, 2 + i] = qdd[i]
         Y[:, i, 5 + i] = -m.g * c[1]
-        Y[:, i, 8 + i] = c[10]
-        sg = smooth_sign(np.asarray(c[10]), m.v_smooth, ArrayMath)
-        if stribeck:
-            e = np.exp(-(np.asarray(c[10]) / m.v_stribeck) ** 2)
-            Y[:, i, 11 + i] = sg * (1.0 - e)
-            Y[:, i, 14 + i] = sg * e
-        else:
-            Y[:, i, 11 + i] = sg
+        friction_columns(m, Y, i, c[10], stribeck)
     return Y[0] if single else Y
 
-
-def regressor_joint(m, q, qd, qdd, stribeck: bool = False):
-    """:func:`regressor` from joint data (q, q_dot, q_ddot)."""
-    X, Xd, Xdd = cartesian_state(m, q, qd, qdd)
-    return regressor(m, X, Xd, Xdd, stribeck=stribeck)

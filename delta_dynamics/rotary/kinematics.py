@@ -38,10 +38,11 @@ from delta_dynamics.common.errors import (SingularityError, UnreachableError, ch
 def chain_geometry(m, i, x, y, z, xp):
     """Inverse kinematics of chain i plus the quantities the dynamics reuses.
 
-    Returns ``(q, cq, sq, px, pz, d, ok)``: the arm angle, its cosine and sine, the platform
-    joint relative to the motor axis in the chain's vertical plane (px outward, pz up), the
-    scalar d_i = U_i^T T_i = -l (px sin q + pz cos q) of eq. (8), and whether the point is
-    reachable by this chain.
+    Returns ``(q, cq, sq, px, pz, d)``: the arm angle, its cosine and sine, the platform joint
+    relative to the motor axis in the chain's vertical plane (px outward, pz up) and the scalar
+    d_i = U_i^T T_i = -l (px sin q + pz cos q) of eq. (8). Raises :class:`UnreachableError`
+    (:func:`_raise_unreachable`) for the first sample this chain cannot reach, or reaches only
+    with the arm and the forearm aligned (d = 0, a serial singularity).
     """
     c, s = m.cphi[i], m.sphi[i]
     px = c * x + s * y + m.dr
@@ -50,23 +51,30 @@ def chain_geometry(m, i, x, y, z, xp):
     k = (px * px + py * py + z * z + m.l2 - m.lk2) / (2.0 * m.l)
     rho = xp.sqrt(px * px + z * z)
     ratio = k / rho
-    ok = abs(ratio) <= 1.0
-    if xp is ScalarMath:
-        if not ok:
-            return 0.0, 1.0, 0.0, px, z, 0.0, False
+    scalar = xp is ScalarMath
+    if scalar:
+        if not abs(ratio) <= 1.0:
+            _raise_unreachable(m, x, y, z, 0, i)
         q = -xp.atan2(z, px) - xp.acos(ratio)
     else:
+        ok = abs(ratio) <= 1.0
         q = -xp.atan2(z, px) - xp.acos(np.clip(ratio, -1.0, 1.0))
     # Keep q in (-pi, pi]: the branch with the elbow outside the forearm's line.
     q = q + 2.0 * math.pi * (q <= -math.pi) - 2.0 * math.pi * (q > math.pi)
     cq, sq = xp.cos(q), xp.sin(q)
     d = -m.l * (px * sq + z * cq)
     # d = 0: upper arm and forearm aligned (serial singularity, the edge of the workspace)
-    ok = ok & (abs(d) > 1e-12 * m.l * m.lk)
-    return q, cq, sq, px, z, d, ok
+    if scalar:
+        if not abs(d) > 1e-12 * m.l * m.lk:
+            _raise_unreachable(m, x, y, z, 0, i)
+    else:
+        bad = xp.first_bad(ok & (abs(d) > 1e-12 * m.l * m.lk))
+        if bad is not None:
+            _raise_unreachable(m, x, y, z, bad, i)
+    return q, cq, sq, px, z, d
 
 
-def raise_unreachable(m, x, y, z, k, i):
+def _raise_unreachable(m, x, y, z, k, i):
     """Raise :class:`UnreachableError` for sample ``k`` of (x, y, z) that chain ``i`` cannot reach."""
     pt, where = point_at(x, y, z, k)
     raise UnreachableError(
@@ -83,13 +91,7 @@ def inverse_kinematics(m, X, check_limits: bool = False):
     ``check_limits``, when an angle leaves the robot file's position limits.
     """
     x, y, z, xp, single = split3(X, "platform position")
-    qs = []
-    for i in range(3):
-        q, *_, ok = chain_geometry(m, i, x, y, z, xp)
-        bad = xp.first_bad(ok)
-        if bad is not None:
-            raise_unreachable(m, x, y, z, bad, i)
-        qs.append(q)
+    qs = [chain_geometry(m, i, x, y, z, xp)[0] for i in range(3)]
     if check_limits:
         check_joint_limits(m, qs, X)
     return join3(*qs, single)
@@ -194,10 +196,7 @@ def jacobian(m, X):
     x, y, z, xp, single = split3(X, "platform position")
     rows = []
     for i in range(3):
-        q, cq, sq, px, pz, d, ok = chain_geometry(m, i, x, y, z, xp)
-        bad = xp.first_bad(ok)
-        if bad is not None:
-            raise_unreachable(m, x, y, z, bad, i)
+        q, cq, sq, px, pz, d = chain_geometry(m, i, x, y, z, xp)
         ux, uy, uz = _forearm_vector(m, i, x, y, z, cq, sq)
         rows.append(join3(ux / d, uy / d, uz / d, single))
     return np.stack(rows, axis=-2)
@@ -215,10 +214,7 @@ def jacobian_derivative(m, X, Xd):
     vx, vy, vz, _, _ = split3(Xd, "platform velocity")
     rows = []
     for i in range(3):
-        q, cq, sq, px, pz, d, ok = chain_geometry(m, i, x, y, z, xp)
-        bad = xp.first_bad(ok)
-        if bad is not None:
-            raise_unreachable(m, x, y, z, bad, i)
+        q, cq, sq, px, pz, d = chain_geometry(m, i, x, y, z, xp)
         ux, uy, uz = _forearm_vector(m, i, x, y, z, cq, sq)
         c, s, l = m.cphi[i], m.sphi[i], m.l
         tx, ty, tz = -l * sq * c, -l * sq * s, -l * cq
@@ -242,10 +238,7 @@ def passive_angles(m, X):
     x, y, z, xp, single = split3(X, "platform position")
     out = []
     for i in range(3):
-        q, cq, sq, px, pz, d, ok = chain_geometry(m, i, x, y, z, xp)
-        bad = xp.first_bad(ok)
-        if bad is not None:
-            raise_unreachable(m, x, y, z, bad, i)
+        q, cq, sq, px, pz, d = chain_geometry(m, i, x, y, z, xp)
         c, s = m.cphi[i], m.sphi[i]
         ux, uy, uz = _forearm_vector(m, i, x, y, z, cq, sq)
         # chain frame: x' = u_i (outward), y' = e_z x u_i (motor axis), z' = e_z

@@ -81,7 +81,8 @@ def forearm_point_masses(mass: float, inertia: float, com_ratio: float, length: 
 
 
 @dataclass(frozen=True)
-class RotaryParameters(LumpedParameters):
+class RotaryParameters(LumpedParameters, names=PARAMETER_NAMES, kinds=PARAMETER_KINDS, bounds=LUMPED_BOUNDS,
+                       efforts="torques", velocities=(0.05, 0.002)):
     """The lumped dynamic parameters (see the module docstring); SI units.
 
     >>> p = RotaryParameters.from_vector(range(14))
@@ -98,13 +99,6 @@ class RotaryParameters(LumpedParameters):
     static: tuple
     stribeck_velocity: float
     smoothing_velocity: float
-
-    NAMES = PARAMETER_NAMES
-    KINDS = PARAMETER_KINDS
-    BOUNDS = LUMPED_BOUNDS
-    EFFORTS = "torques"
-    STRIBECK_VELOCITY = 0.05
-    SMOOTHING_VELOCITY = 0.002
 
     @classmethod
     def from_robot(cls, robot: RobotParameters) -> "RotaryParameters":

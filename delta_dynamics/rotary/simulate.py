@@ -30,17 +30,10 @@ from delta_dynamics.common.solve import solve_sym3
 from delta_dynamics.rotary.dynamics import chains, inverse_jacobian, joint_torques, mass_matrix_entries
 
 
-def step(m, X, Xd, tau, dt: float, method: str = "semi-implicit", F_P=None):
-    """Advance (X, X_dot) by one step of ``dt`` seconds under constant torques ``tau`` (N m).
-
-    X, X_dot, tau are sequences of 3 floats; returns the new (X, X_dot) as tuples of floats.
-    """
-    return integrate.step(semi_implicit_step, m, X, Xd, tau, dt, method, F_P)
-
-
 def semi_implicit_step(m, X, Xd, tau, dt, F_P):
-    """Symplectic Euler with the friction taken linearly implicit (module docstring) on floats:
-    X, X_dot, tau are 3-tuples of floats; returns the new (X, X_dot) as tuples."""
+    """Symplectic Euler with the friction taken linearly implicit (module docstring), the rows
+    of J being U_i / d_i (Asadi eq. 9); X, X_dot, tau are 3-tuples of floats (m, m/s, N m),
+    the new (X, X_dot) are returned as tuples."""
     x, y, z = X
     vx, vy, vz = Xd
     xp = ScalarMath
@@ -60,3 +53,8 @@ def semi_implicit_step(m, X, Xd, tau, dt, F_P):
     ax, ay, az = solve_sym3((xx, yy, zz, xy, xz, yz), bx, by, bz)
     vx, vy, vz = vx + dt * ax, vy + dt * ay, vz + dt * az
     return (x + dt * vx, y + dt * vy, z + dt * vz), (vx, vy, vz)
+
+
+#: One fixed step of ``dt`` s under constant efforts (the interface's ``step``,
+#: :func:`delta_dynamics.common.integrate.stepper`): ``"semi-implicit"`` or ``"rk4"``.
+step = integrate.stepper(semi_implicit_step)

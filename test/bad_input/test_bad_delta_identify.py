@@ -24,7 +24,7 @@ from delta_dynamics.identification.cli import main
 from delta_dynamics.limits import MAX_SAMPLES
 from delta_dynamics.rotary.model import RotaryModel
 
-from bad_input_harness import Case, check_case
+from bad_input_harness import Case, check_case, sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_identification import EXCITE, fourier  # noqa: E402
@@ -56,13 +56,6 @@ def still_joint_2(t, q, tau):
     q = q.copy()
     q[:, 1] = q[0, 1]
     return t, q, tau
-
-
-def sparse(size):
-    def make(p):
-        with open(p, "wb") as f:
-            f.truncate(size)
-    return make
 
 
 def too_many_rows(p):

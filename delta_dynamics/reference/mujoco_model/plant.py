@@ -171,18 +171,23 @@ class MujocoPlant(Plant):
         self._P = None
 
     def joint_state(self):
+        """(q, q_dot) of the three arms, from MuJoCo's state."""
         d, c = self.data, self.chain
         return tuple(d.qpos[c.arm_q].tolist()), tuple(d.qvel[c.arm_v].tolist())
 
     def platform_position(self) -> np.ndarray:
+        """The platform centre (m), shape (3,)."""
         return self.data.qpos[self.chain.platform].copy()
 
     def brake(self) -> None:
+        """Stop every motion at once (the holding brakes of a disabled robot)."""
         self.data.qvel[:] = 0.0
         self.data.qacc_warmstart[:] = 0.0
 
     # ------------------------------------------------------------------ dynamics
     def step(self, tau, dt: float) -> None:
+        """Advance ``dt`` s under the arm torques ``tau`` (N m), in equal MuJoCo steps of at most
+        ``max_step``; UnreachableError (the state restored) when the chain leaves its workspace."""
         if not (dt > 0 and math.isfinite(dt)):
             raise ValueError(f"plant step must be a finite number > 0 s, got {dt}")
         tau = [float(t) for t in tau]

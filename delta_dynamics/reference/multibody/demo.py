@@ -29,6 +29,7 @@ from delta_core.robot_file import load_robot
 from delta_dynamics.algorithms import inverse_kinematics, joint_state, workspace_centre
 from delta_dynamics.algorithms import inverse_dynamics as explicit_id
 from delta_dynamics.common.trajectory import Trajectory
+from delta_dynamics.figures import save_figure
 from delta_dynamics.kinds import model_for
 from delta_dynamics.motion import trajectories as tr
 from delta_dynamics.reference.bodies import RigidBody
@@ -117,11 +118,7 @@ def run(robot: str = "d3s800", out: str = "out", quick: bool = False) -> dict:
     ax[1].legend(fontsize=8, ncol=4)
     for a in ax:
         a.grid(alpha=0.3)
-    fig.tight_layout()
-    p = outdir / "multibody_violation_position.png"
-    fig.savefig(p, dpi=90)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, outdir / "multibody_violation_position.png", dpi=90))
 
     r = sim.reactions
     fig, ax = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
@@ -141,11 +138,7 @@ def run(robot: str = "d3s800", out: str = "out", quick: bool = False) -> dict:
     for a in ax:
         a.grid(alpha=0.3)
         a.legend(fontsize=8, ncol=6)
-    fig.tight_layout()
-    p = outdir / "multibody_reactions.png"
-    fig.savefig(p, dpi=90)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, outdir / "multibody_reactions.png", dpi=90))
     if r.base_force is not None:
         summary["base_reaction_z_N"] = float(r.base_force[0, 2])
         summary["total_weight_N"] = float(-(s.mass.sum()) * s.gravity[2])
@@ -206,11 +199,7 @@ def run(robot: str = "d3s800", out: str = "out", quick: bool = False) -> dict:
         a.grid(alpha=0.3)
     ax[1].legend(fontsize=8)
     ax[2].legend(fontsize=8, ncol=4)
-    fig.tight_layout()
-    p = outdir / "multibody_pick_place.png"
-    fig.savefig(p, dpi=90)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, outdir / "multibody_pick_place.png", dpi=90))
 
     summary["files"] = [str(w) for w in written]
     summary["seconds"] = time.perf_counter() - t_start

@@ -60,6 +60,7 @@ class State:
     omega: np.ndarray
 
     def copy(self) -> "State":
+        """An independent copy of the state."""
         return State(self.pos.copy(), self.theta.copy(), self.vel.copy(), self.omega.copy())
 
     @property
@@ -68,6 +69,7 @@ class State:
         return np.concatenate([self.vel, self.omega], 1).reshape(-1)
 
     def set_z(self, z) -> None:
+        """Set the bodies' velocities from ``z`` (v, omega per body)."""
         zz = np.asarray(z).reshape(-1, 2, 3)
         self.vel[:] = zz[:, 0]
         self.omega[:] = zz[:, 1]
@@ -88,6 +90,7 @@ class Friction:
         self.enabled = bool(enabled) and bool(np.any(self.cv) or np.any(self.cc) or np.any(self.cs))
 
     def torque(self, qd) -> np.ndarray:
+        """Joint friction torques (N m) at the arms' rates ``qd`` (rad/s), the robot file's law."""
         return self.torque_and_slope(qd)[0]
 
     def slope(self, qd) -> np.ndarray:

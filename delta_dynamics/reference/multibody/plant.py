@@ -60,6 +60,7 @@ class MultibodyPlant(Plant):
         self._js = None
 
     def place(self, q) -> None:
+        """Put the robot at rest at joint angles ``q`` (rad)."""
         q = np.asarray(q, dtype=float)
         X = forward_kinematics(self.system.kinematics, q)
         self._st = place_platform(self.system, X, q=q)
@@ -71,6 +72,7 @@ class MultibodyPlant(Plant):
         self._js = None
 
     def step(self, tau, dt: float) -> None:
+        """Advance ``dt`` s under the arm torques ``tau`` (N m), in steps of at most ``max_step``."""
         if not (dt > 0 and math.isfinite(dt)):
             raise ValueError(f"step must be a finite time > 0 s, got {dt}")
         new = step_semi_implicit(self.system, self._ev, self._st, tau, dt, self.friction, self.stabilisation)
@@ -79,12 +81,14 @@ class MultibodyPlant(Plant):
         self._js = None
 
     def joint_state(self):
+        """(q, q_dot) of the three arms."""
         if self._js is None:
             s = self.system
             self._js = (tuple(joint_angles(s, self._st).tolist()), tuple(joint_rates(s, self._st).tolist()))
         return self._js
 
     def platform_position(self) -> np.ndarray:
+        """The platform centre (m), shape (3,)."""
         return platform_position(self.system, self._st)
 
     def platform_velocity(self) -> np.ndarray:
@@ -92,6 +96,7 @@ class MultibodyPlant(Plant):
         return self._st.vel[self.system.platform].copy()
 
     def brake(self) -> None:
+        """Stop every motion at once (the holding brakes of a disabled robot)."""
         self._st.vel[:] = 0.0
         self._st.omega[:] = 0.0
         self._js = None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_dynamics.algorithms import UnreachableError, cartesian_state, forward_kinematics
+from delta_dynamics.algorithms import UnreachableError, cartesian_state
 from delta_dynamics.reference.multibody.dynamics import (Evaluation, Friction, accelerations, check_branch,
                                                          energy, joint_angles, joint_rates, place_platform,
                                                          platform_position, residuals, violation)
@@ -121,16 +121,3 @@ def simulate(s: MultibodySystem, q0, qd0, t, tau, method: str = "rk4", substeps:
 def _check(s, st):
     """The simulated robot must stay on its inverse-kinematics branch (the workspace)."""
     check_branch(s, st, tol=1e-4)
-
-
-def state_at_platform(s: MultibodySystem, X, Xd=(0.0, 0.0, 0.0)):
-    """The consistent state with the platform at X moving at X_dot (see ``place_platform``)."""
-    return place_platform(s, X, Xd)
-
-
-def state_at_joints(s: MultibodySystem, q, qd=(0.0, 0.0, 0.0)):
-    """The consistent state at joint angles q and rates qd."""
-    q = np.asarray(q, dtype=float)
-    X = forward_kinematics(s.kinematics, q)
-    _, V, _ = cartesian_state(s.kinematics, q, np.asarray(qd, dtype=float))
-    return place_platform(s, X, V, q=q)

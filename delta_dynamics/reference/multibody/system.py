@@ -263,11 +263,6 @@ class MultibodySystem:
         return (f"MultibodySystem({self.robot.name!r}, {self.n_bodies} bodies, "
                 f"{self.n_constraints} constraints)")
 
-    @property
-    def n_coordinates(self) -> int:
-        """Euler-parameter coordinates, 7 per body (eq. 1)."""
-        return 7 * self.n_bodies
-
 
 def _parallel(d) -> np.ndarray:
     """Inertia of a unit point mass at d about the origin: |d|^2 I - d d^T."""
