@@ -10,9 +10,15 @@ export RMW_IMPLEMENTATION := rmw_fastrtps_cpp
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test fuzz run model-demo bench clean
+.PHONY: setup test fuzz run model-demo bench clean readme-check readme-figures
+
+# The commands (delta-bringup, delta-ctl, delta-identify, delta-dynamics, ...) live in .venv/bin:
+# `make`, `make setup`, `make run` and `make model-demo` end with the one line that puts them on PATH.
+PATH_LINE := export PATH="$(abspath $(VENV))/bin:$$PATH"
+say_path = @echo 'Next: the commands are in $(VENV)/bin; for this shell:  $(PATH_LINE)'
 
 setup: $(STAMP)
+	$(say_path)
 
 # Re-run pip only when the packaging inputs change (a new top-level package too: the editable
 # install maps the packages it found when it was made).
@@ -30,13 +36,23 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	$(PY) test/bad_input/fuzz_bad_input.py --seed $(or $(SEED),1) --cases $(or $(CASES),400)
 
+# The README's demo figures against fresh runs of every variant (rotary on each plant, linear; 1 %),
+# and their regeneration (the README's figure blocks and docs/images/stack_demo.png).
+readme-check: $(STAMP)
+	$(PY) -m pytest -q -m "demo or demo_plants" test/test_readme_figures.py
+
+readme-figures: $(STAMP)
+	$(PY) tools/readme_figures.py
+
 # The whole stack on the simulated robot: PD only, nominal and identified feedforward.
 run: $(STAMP)
 	$(VENV)/bin/delta-bringup --demo --out out/
+	$(say_path)
 
 # The model alone (no ROS): inverse dynamics on the demo trajectories, plots in out/model/.
 model-demo: $(STAMP)
 	$(VENV)/bin/delta-dynamics demo --out out/model/
+	$(say_path)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py

@@ -93,7 +93,9 @@ setup(
         'xacro',
         'urdf-parser-py',
         'rosbags',
+        'tqdm',                    # progress bars (delta_core/progress.py)
         'ruckig',                  # online jerk-limited setpoints for streamed commands
+        'toppra',                  # time-optimal path timing (delta_dynamics.motion)
         'canopen',
         'python-can[multicast]',   # udp_multicast (delta-drive-sim in another process) needs msgpack
     ],

@@ -6,8 +6,8 @@ The session of ``delta-bringup --demo`` (``delta_bringup/demo.py``) replayed in 
 time on the same pieces the hardware node runs (``ControlLoop`` at 500 Hz, gains 600 / 30,
 ``SimulatedDriveSet`` with 0.02 N m torque noise; the true robot of the demo: 1.5 kg payload,
 more friction, heavier arms): home; two pick-and-place cycles with PD only; the same with
-the nominal feedforward; the demo's excitation trajectory (two 8 s periods); a ``bounded``
-fit of its last 20 s (last quarter for validation, as the identification node does); the
+the nominal feedforward; the demo's excitation trajectory (``config/excitation/nt_robot.yaml``, two 8 s periods); a
+``bounded`` fit (Stribeck break-away efforts included) of its last 20 s (last quarter for validation, as the identification node does); the
 cycles with the identified feedforward. Prints the RMS tracking error of each phase per
 plant. ``python bench/bench_plant_tracking.py [--plants explicit,mujoco]``.
 """
@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from delta_core.robot_file import load_robot  # noqa: E402
 from delta_dynamics.rotary.dynamics import joint_state  # noqa: E402
 from delta_dynamics.identification.data import JointData, Preprocessing  # noqa: E402
-from delta_dynamics.identification.excitation import design_excitation  # noqa: E402
+from delta_dynamics.identification.excitation import load_excitation, preset_excitation  # noqa: E402
 from delta_dynamics.identification.pipeline import Options, identify_data  # noqa: E402
 from delta_dynamics.rotary.kinematics import forward_kinematics, inverse_kinematics  # noqa: E402
 from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
@@ -106,7 +106,7 @@ def session(nominal, plant_name, excitation, traj):
     tau = np.array([o.effort for o in outs])[keep]
     ts = ts[keep]
     k = int(round(len(ts) * 0.75))
-    fit = identify_data(s.model, JointData(ts[:k], qa[:k], tau[:k]), "bounded", Options(),
+    fit = identify_data(s.model, JointData(ts[:k], qa[:k], tau[:k]), "bounded", Options(stribeck=True),
                         Preprocessing(cutoff=20.0), validation=JointData(ts[k:], qa[k:], tau[k:], first=k))
     s.loop.reconfigure(model=s.model.with_parameters(fit.lumped(s.model)))
     s.follow([2.0], [q_start])
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     print(f"# tracking on each plant ({args.robot}), {datetime.date.today().isoformat()}")
     print(f"machine: {describe()}\n", flush=True)
     model = RotaryModel(nominal)
-    excitation = design_excitation(model, period=8.0, harmonics=4, starts=1, maxiter=25, seed=1, scale=0.6)
+    excitation = load_excitation(preset_excitation("nt_robot"), model, scale=0.6)   # the demo's stored one
     traj = pick_place(start=(-0.1525, 0.0, -0.78), lift_time=0.12, move_time=0.3, overlap=0.6,
                       dwell=0.05, cycles=2, dt=1e-3)
     print("| plant | PD only | nominal feedforward | identified feedforward | identified vs PD | "

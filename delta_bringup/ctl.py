@@ -8,6 +8,7 @@
     delta-ctl move --joints 0.3 0.3 0.3                       # arm joints to angles (rad)
     delta-ctl run trajectory.csv [--approach 2] [--wait]      # a platform trajectory file
     delta-ctl pause | resume                # simulated time (the simulated robot, use_sim_time)
+    delta-ctl record [TOPICS] --out DIR [--storage mcap|sqlite3]   # a rosbag2 bag, until Ctrl-C
 
 Options before the command: ``--namespace r1`` (the stack's namespace, as
 ``delta-bringup --namespace``), ``--prefix r1_`` (its joint name prefix), ``--node`` (the
@@ -83,7 +84,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--approach", type=_positive, default=2.0,
                    help="s to reach the first point when the file starts at t = 0 (default 2)")
     p.add_argument("--wait", action="store_true", help="wait for the end of the motion")
+    _record_parser(sub)
     return ap
+
+
+def _record_parser(sub):
+    """``record``: a rosbag2 bag without ``ros2 bag`` (delta_bringup/record.py)."""
+    p = sub.add_parser("record", help="record topics into a rosbag2 bag until Ctrl-C (no ROS install needed)",
+                       description="Record topics into a rosbag2 bag (mcap or sqlite3) that ros2 bag, rosbags and "
+                                   "delta-identify read; Ctrl-C or SIGTERM stops and writes it, nothing lost.")
+    p.add_argument("topics", nargs="*", help="topics (default: joint_states, relative to --namespace)")
+    p.add_argument("--out", required=True, help="bag directory to create (must not exist)")
+    p.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="storage format (default mcap)")
+    p.add_argument("--duration", type=_positive, help="stop after this many seconds (default: at Ctrl-C)")
 
 
 def parse_args(argv):
@@ -246,6 +259,17 @@ class Stack:
         return [n[len(self.args.prefix):] if n.startswith(self.args.prefix) else n for n in names]
 
 
+def _record(stack, args) -> int:
+    from delta_bringup.record import RecordError, record
+    topics = args.topics or ["joint_states"]
+    ns = args.namespace.rstrip("/")
+    full = [t if t.startswith("/") else f"{ns}/{t}" if ns else f"/{t}" for t in topics]
+    try:
+        return record(stack, full, args.out, args.storage, args.duration)
+    except RecordError as e:
+        raise Failed(str(e)) from None
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else list(argv))
     points = None
@@ -273,6 +297,8 @@ def main(argv=None) -> int:
             return stack.trigger("reset")
         if args.command in ("pause", "resume"):
             return stack.pause(args.command == "pause")
+        if args.command == "record":
+            return _record(stack, args)
         return stack.send(names, points, args.wait)
     except Failed as e:
         print(f"{PROG}: {e}", file=sys.stderr)

@@ -51,6 +51,21 @@ NODES = (("delta_hardware", "delta_hardware.ros.hardware_node"),
 STOP_TIMEOUT = 10.0               # s a node process gets to stop before it is killed
 
 
+EPILOG = """\
+ROS arguments: everything after --ros-args goes to every node of the stack, e.g.
+  --ros-args -p control_rate:=1000.0       a node parameter (docs/ros_interfaces.md lists them)
+  --ros-args --params-file my.yaml         more parameters from a file
+  --ros-args --log-level warn              quieter logs
+
+Examples:
+  delta-bringup                                    every node, simulated time, until Ctrl-C
+  delta-bringup --robot d3s800 --ros-args -p control_rate:=1000.0
+  delta-bringup --demo --out out/                  the scripted demo (make run)
+  delta-bringup --namespace r1 --prefix r1_        a second robot on the same network
+
+Then, in another shell: delta-ctl status, delta-ctl move 0.05 0 -0.75 --wait, delta-ctl --help."""
+
+
 def _rtf(text):
     try:
         v = float(text)
@@ -68,7 +83,8 @@ def parse_args(argv):
     else:
         ros_args = []
     ap = argparse.ArgumentParser(prog="delta-bringup", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 usage="%(prog)s [options] [--ros-args ROS_ARGS ...]", epilog=EPILOG)
     ap.add_argument("--params-file", help="ROS 2 parameter file (default: config/delta.yaml)")
     ap.add_argument("--robot", help="robot preset name or robot file, for every node")
     ap.add_argument("--hardware", choices=("sim", "mock", "canopen"), help="drive backend (mock = sim)")

@@ -79,6 +79,7 @@ class Registry:
             return
         self._scanned = True
         try:
+            # importlib.metadata is slow to import: only when a name is not built in
             from importlib.metadata import entry_points
             found = entry_points(group=self.group)
         except Exception:  # a broken distribution's metadata must not break the built-in ones

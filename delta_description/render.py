@@ -132,6 +132,7 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
     """
     import matplotlib            # optional and heavy: only drawing needs it
     matplotlib.use("Agg")
+    # matplotlib is optional and heavy: only what draws loads it
     import matplotlib.pyplot as plt
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 

@@ -76,6 +76,7 @@ def parse_urdf(urdf_xml: str):
     Returns ``(robot, warnings)``. The ``<ros2_control>`` block is not part of the URDF schema
     urdf_parser_py knows; its "unknown tag" warning is dropped. Raises :class:`UrdfError`.
     """
+    # urdf_parser_py: loaded when a URDF is parsed
     from urdf_parser_py import urdf as urdf_mod
     from urdf_parser_py.xml_reflection import core
 

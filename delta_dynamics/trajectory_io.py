@@ -252,6 +252,7 @@ def derivatives_from_positions(t, X, smoothing="auto"):
     Sampling of 1-5 ms suits the stack's trajectories; on coarser samples the estimate
     mistakes the motion for noise and smooths too much (then pass ``smoothing=0``).
     """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.interpolate import UnivariateSpline
 
     t = np.asarray(t, dtype=float)

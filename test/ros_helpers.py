@@ -18,6 +18,30 @@ from rclpy.parameter import Parameter
 from rcl_interfaces.srv import SetParameters
 
 
+def patience() -> float:
+    """How much longer than on an idle machine to wait for a process: the 1-minute load
+    average per CPU, at least 1, at most 10 (``DELTA_TEST_PATIENCE`` overrides it).
+
+    Every wait in these helpers is a deadline for something that *will* happen (a node comes
+    up, answers, stops), not a claim about speed: on a host whose other work takes most of the
+    CPU (two busy processes on 2 cores: load ~4, x2; a saturated one: x10) the same steps take
+    that much longer, and a deadline sized for an idle machine failed tests that were right
+    ('hardware node did not come up' at load 35). A hung process still fails, later."""
+    env = os.environ.get("DELTA_TEST_PATIENCE")
+    if env:
+        return max(1.0, float(env))
+    try:
+        per_cpu = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        return 1.0
+    return min(10.0, max(1.0, per_cpu))
+
+
+def patient(seconds: float) -> float:
+    """``seconds`` stretched by :func:`patience`."""
+    return seconds * patience()
+
+
 #: Parameters for hardware-node processes in tests that are not about the stall guard: a shared
 #: CI machine can pause a process for a few hundred milliseconds, which the node (rightly)
 #: answers with a quick stop (default ``max_stall`` 0.25 s). The guard itself is tested in
@@ -46,7 +70,7 @@ class NodeProcess:
             return f.read()
 
     def wait_for_output(self, text: str, timeout: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patient(timeout)
         while time.monotonic() < deadline:
             if text in self.output():
                 return True
@@ -65,7 +89,7 @@ class NodeProcess:
                 if self.proc.poll() is None:
                     self.proc.send_signal(signal.SIGINT)
             try:
-                self.proc.wait(timeout)
+                self.proc.wait(patient(timeout))
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
@@ -105,8 +129,9 @@ class RosClient:
         self.executor.add_node(self.node)
 
     def spin_until(self, predicate, timeout: float = 10.0, every=None, period: float = 0.2) -> bool:
-        """Spin until ``predicate()``; call ``every()`` first and then every ``period`` s (e.g. publish)."""
-        deadline = time.monotonic() + timeout
+        """Spin until ``predicate()``; call ``every()`` first and then every ``period`` s (e.g. publish).
+        ``timeout`` is an idle machine's; a busy one waits longer (:func:`patient`)."""
+        deadline = time.monotonic() + patient(timeout)
         next_call = 0.0
         while time.monotonic() < deadline:
             if every is not None and time.monotonic() >= next_call:
@@ -123,7 +148,7 @@ class RosClient:
             self.executor.spin_once(timeout_sec=0.02)
 
     def call(self, client, request, timeout: float = 10.0):
-        assert client.wait_for_service(timeout_sec=timeout), f"service {client.srv_name} not available"
+        assert client.wait_for_service(timeout_sec=patient(timeout)), f"service {client.srv_name} not available"
         future = client.call_async(request)
         assert self.spin_until(future.done, timeout), f"no answer from {client.srv_name}"
         return future.result()

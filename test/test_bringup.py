@@ -1,5 +1,5 @@
 """delta-bringup: the whole simulated stack in its own process, driven over DDS from the
-test process; the scripted demo (identification improves tracking); bad arguments."""
+test process; bad arguments. The scripted demo: test_readme_figures.py."""
 import json
 import subprocess
 import sys
@@ -14,7 +14,6 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory,
                                  MultiDOFJointTrajectoryPoint)
 
-from delta_core.robot_file import load_robot
 from delta_dynamics.rotary.kinematics import forward_kinematics
 from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import TOLERATE_PAUSES, NodeProcess, RosClient
@@ -82,28 +81,6 @@ def test_the_composed_stack_moves_the_robot_and_shuts_down_cleanly(tmp_path):
     assert "Traceback" not in log, log[-3000:]
 
 
-def test_demo_identification_makes_the_feedforward_track_better(tmp_path):
-    """The scripted session: PD only, nominal feedforward, excitation, refit, identified feedforward."""
-    proc = subprocess.run([sys.executable, "-m", "delta_bringup.main", "--demo", "--out", str(tmp_path),
-                           "--cycles", "1"], capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
-    res = json.loads((tmp_path / "demo_results.json").read_text())
-    pd, nominal, ident = (res[k]["rms_rad"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
-    assert ident < pd / 10, res                           # deterministic in simulated time
-    assert res["meaningful"] and not res["disturbances"], res
-    assert nominal < pd, res
-    robot = load_robot(tmp_path / "identified.yaml")
-    assert robot.metadata["identified"]["method"] == "bounded"
-    assert min(robot.metadata["identified"]["fitness"]["validation"]) >= 0.9
-    # the identified payload-carrying mass is closer to the truth than the robot file's
-    truth = RotaryModel(load_robot(tmp_path / "true_robot.yaml")).m_x
-    assert abs(RotaryModel(robot).m_x - truth) < abs(MODEL.m_x - truth)
-    for png in ("demo_tracking.png", "demo_parameters.png"):
-        assert (tmp_path / png).stat().st_size > 10_000
-    assert "identified feedforward cuts the RMS tracking error" in proc.stdout
-
-
 @pytest.mark.parametrize("args, message", [
     (["--params-file", "/no/such.yaml"], "--params-file /no/such.yaml: no such file"),
     (["--cycles", "0"], "--cycles must be from 1 to 100"),
@@ -117,12 +94,3 @@ def test_bad_arguments_exit_with_a_clear_error(args, message):
     assert "Traceback" not in proc.stderr
 
 
-def test_the_demo_identifies_a_linear_delta_and_tracks_better(tmp_path):
-    """The same session on a linear Delta (colombo2020): carriages in m, forces in N."""
-    proc = subprocess.run([sys.executable, "-m", "delta_bringup.main", "--robot", "colombo2020", "--demo",
-                           "--out", str(tmp_path), "--cycles", "1"], capture_output=True, text=True, timeout=400)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    res = json.loads((tmp_path / "demo_results.json").read_text())
-    pd, nominal, ident = (res[k]["rms_rad"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
-    assert ident < pd / 10 and ident < nominal, res
-    assert res["meaningful"] and not res["disturbances"], res

@@ -130,6 +130,7 @@ def stop_with_parent() -> None:
     a node whose supervisor is gone (``ros2 launch`` ended by SIGTERM, which it documents as
     leaving its processes orphaned; a killed ``delta-bringup``) then stops cleanly instead of
     running on unsupervised. A no-op where prctl is not available."""
+    # ctypes: this ROS-process path only
     import ctypes
     import ctypes.util
     import os

@@ -6,9 +6,11 @@
     delta-dynamics forward --robot nt_robot --torques torques.csv --out sim.csv
     delta-dynamics simulate --model multibody --torques torques.csv --out sim.csv [--reactions r.csv]
     delta-dynamics reactions --robot nt_robot --trajectory traj.csv --out reactions.csv
+    delta-dynamics retime --robot nt_robot --path path.csv --out traj.csv [--no-friction --torque-scale 0.9]
+    delta-dynamics plan pick --robot nt_robot --from X Y Z --to X Y Z --out traj.csv [--cycles N]
     delta-dynamics ik X Y Z          # platform position (m) -> joint angles (carriage positions)
     delta-dynamics fk Q1 Q2 Q3       # joint angles (rad; carriage positions in m) -> platform position
-    delta-dynamics demo --out out/   # what `make run` runs: plots in out/
+    delta-dynamics demo --out out/model/   # what `make model-demo` runs: plots in out/model/
 
 Either kind of Delta (rotary, or linear with carriage positions in m and forces ``f1..f3``
 in N) through :mod:`delta_dynamics.algorithms`; ``simulate --model multibody``, ``reactions``
@@ -29,11 +31,12 @@ import sys
 from delta_core.robot_file import RobotFileError
 from delta_core.termination import run_terminable
 from delta_dynamics.algorithms import UnreachableError
-from delta_dynamics.cli import compare, demo, forward, inverse, point, reactions, simulate, trajectory
+from delta_dynamics.cli import (compare, demo, forward, inverse, motion, point, reactions, simulate,
+                                trajectory)
 from delta_dynamics.cli.args import PROG, CliError
 
 #: The subcommand modules, in the order of ``--help``; each has ``register(subparsers)``.
-COMMANDS = (trajectory, inverse, forward, simulate, reactions, compare, point, demo)
+COMMANDS = (trajectory, inverse, forward, simulate, reactions, compare, motion, point, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,13 +22,13 @@ def cmd_demo(args) -> int:
 
 def register(sub) -> None:
     """Add the ``demo`` subcommand to ``sub``."""
-    d = sub.add_parser("demo", help="run the model on demo trajectories and write plots (make run)",
+    d = sub.add_parser("demo", help="run the model on demo trajectories and write plots (make model-demo)",
                        description="Run the model on demo trajectories and write plots. For a linear "
                        "Delta, e.g. --robot colombo2020: Colombo & Lentini's Figs. 4 and 5.")
     robot_option(d, default=None, help_=f"robot preset name or robot file (default: {DEFAULT_ROBOT}; "
                  f"d3s800 with --model multibody)")
     d.add_argument("--model", choices=("explicit", "multibody"), default="explicit",
-                   help="explicit: the explicit model's demo (make run); multibody: Elshami et al.'s "
+                   help="explicit: the explicit model's demo (make model-demo); multibody: Elshami et al.'s "
                    "figures on the multibody model (default: %(default)s)")
     d.add_argument("--out", default="out", metavar="DIR", help="output folder (default: %(default)s)")
     d.set_defaults(func=cmd_demo)

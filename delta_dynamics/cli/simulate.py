@@ -12,8 +12,11 @@ axis, N, world frame).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
+from delta_core.progress import Progress
 from delta_core.robot_file import load_robot
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits, joint_state,
                                        joint_units, simulate_fixed)
@@ -72,9 +75,11 @@ def _multibody(robot, jd, args):
     """(rows, reaction rows, note) of the multibody model's run."""
     s = MultibodySystem(robot)
     hold = args.hold if args.method == "rk4" else "zero"
-    sim = simulate(s, jd.q[0], jd.qd[0], jd.t, jd.tau, method=args.method, substeps=args.substeps,
-                   stabilisation=args.stabilisation, friction=not args.no_friction,
-                   reactions=bool(args.reactions), hold=hold)
+    # a bar on a terminal, one timing line on stdout otherwise (minutes for a few seconds of motion)
+    with Progress("simulating (multibody)", total=len(jd.t), unit="rows", summary_stream=sys.stdout) as bar:
+        sim = simulate(s, jd.q[0], jd.qd[0], jd.t, jd.tau, method=args.method, substeps=args.substeps,
+                       stabilisation=args.stabilisation, friction=not args.no_friction,
+                       reactions=bool(args.reactions), hold=hold, on_step=lambda k: bar(k + 2))
     data = np.column_stack([sim.t, sim.X, sim.Xd, sim.q, sim.qd, sim.violation])
     react = reaction_table(sim.t, sim.reactions) if args.reactions else None
     note = (f"{args.method}, {sim.substeps} substep{'s' if sim.substeps > 1 else ''} per row, "

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
 from delta_dynamics.cli.args import (SAMPLE, CliError, check_samples, coordinate, duration,
                                      duration0, float_in, int_in, length, model_for, robot_option,
@@ -19,7 +21,6 @@ MIN_SPEED = 1e-4
 def _lissajous_length(x0: float, y0: float, wx: float = 6 * math.pi, wy: float = 4 * math.pi) -> float:
     """Length (m) of the Lissajous path of :func:`delta_dynamics.motion.trajectories.lissajous`
     (its default frequencies and phases), by the trapezoidal rule on 20001 points."""
-    import numpy as np
     u = np.linspace(0.0, 1.0, 20001)
     speed = np.hypot(x0 * wx * np.cos(wx * u + math.pi / 2), y0 * wy * np.cos(wy * u))
     return float(np.trapezoid(speed, u))

@@ -4,6 +4,7 @@
                    [--method ols|wls|bounded|tsvd|dls|rls|pso|all] [--validate <csv|bag>]
                    [--out identified.yaml] [--report out/ident]
     delta-identify excite --robot <name|file> --out excite.csv [--period 5 --harmonics 5 ...]
+                          [--from config/excitation/<robot>.yaml] [--save coefficients.yaml]
 
 Bad input (missing file, topic, joints, effort, NaN samples, too few samples or too short a
 run, a constant effort, positions outside the joint limits, data that do not excite the
@@ -18,9 +19,13 @@ import argparse
 import math
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+import yaml
 
+from delta_core.atomic_file import atomic_write_text
+from delta_core.progress import Progress, progress_mode
 from delta_core.robot_file import RobotFileError, load_robot
 from delta_core.termination import run_terminable
 from delta_dynamics.algorithms import joint_units, parameter_set
@@ -29,49 +34,18 @@ from delta_dynamics.kinds import model_for
 from delta_dynamics.limits import MAX_SAMPLES
 
 from . import IdentificationError
-from .data import MAX_DECIMATE, MAX_RESAMPLE_RATE, Preprocessing, check_joint_limits, preprocess, read_joint_data
+from .data import MAX_DECIMATE, MAX_RESAMPLE_RATE, Preprocessing, is_bag, preprocess
 from .estimators import METHODS
-from .excitation import design_excitation, write_trajectory_csv
+from .excitation import design_excitation, load_excitation, save_excitation, write_trajectory_csv
 from .pipeline import MAX_CONDITION, Options, build_problem, identify, result_problems
 from .report import write_report
 from .robot_update import identified_robot, model_from_robot_file, write_robot_file
+from .stream import STREAM_ABOVE, finish, identify_stream, in_memory, read_stream, stream_problem
 
 PROG = "delta-identify"
 #: Largest PSO swarm and iteration count (the default 300 x 1000 takes about a minute).
 MAX_PARTICLES = 10_000
 MAX_ITERATIONS = 100_000
-
-
-# ----------------------------------------------------------------------------- progress bar
-
-class ProgressBar:
-    """A one-line progress bar on stderr, redrawn at most 10 times a second."""
-
-    def __init__(self, label: str, enabled: bool, stream=None, width: int = 30):
-        self.label, self.enabled, self.width = label, enabled, width
-        self.stream = stream or sys.stderr
-        self.t0 = time.perf_counter()
-        self.last = 0.0
-        self.shown = False
-
-    def __call__(self, done: int, total: int, value: float | None = None):
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if done < total and now - self.last < 0.1:
-            return
-        self.last = now
-        frac = done / total if total else 1.0
-        n = int(round(self.width * frac))
-        el = now - self.t0
-        eta = el / frac - el if frac > 0 else 0.0
-        extra = f"  best {value:.6g}" if value is not None and math.isfinite(value) else ""
-        self.stream.write(f"\r{self.label} [{'#' * n}{'.' * (self.width - n)}] {100 * frac:5.1f} % "
-                          f"{done}/{total}  {el:5.1f} s, {eta:5.1f} s left{extra}   ")
-        self.shown = True
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -148,8 +122,12 @@ def _identify_parser():
     g.add_argument("--pso-samples", type=int_in(0, MAX_SAMPLES), default=20000,
                    help="PSO uses at most this many samples, evenly strided (default 20000; 0: all)")
     g.add_argument("--seed", type=int_in(0, 2 ** 32 - 1), default=0, help="random seed (PSO), 0 to 2^32 - 1")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
+    p.add_argument("--stream", choices=("auto", "always", "never"), default="auto",
+                   help="read and fit a block at a time, in bounded memory (auto: data sets of more than "
+                        f"{STREAM_ABOVE} samples; never: the whole regressor in memory, at most "
+                        f"{MAX_SAMPLES} samples)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar and no timing lines")
+    p.add_argument("--progress", action="store_true", help="progress bars even when stderr is not a terminal")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the result tables")
     return p
 
@@ -179,8 +157,15 @@ def _excite_parser():
     p.add_argument("--maxiter", type=int_in(1, 10000), default=60,
                    help="optimiser iterations per start, 1 to 10000 (default 60)")
     p.add_argument("--seed", type=int_in(0, 2 ** 32 - 1), default=0, help="random seed")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--from", dest="load", metavar="FILE",
+                   help="take the coefficients from an excitation file (e.g. config/excitation/nt_robot.yaml) "
+                        "instead of optimising: the same trajectory on every machine (the optimiser's end "
+                        "point depends on the machine's floating point)")
+    p.add_argument("--save", metavar="FILE", help="also write the coefficients as an excitation file (YAML)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar and no timing line")
     p.add_argument("--progress", action="store_true", help="progress bar even when stderr is not a terminal")
+    p.add_argument("--coefficients", help="where to write the Fourier coefficients (YAML; default: next to "
+                                          "--out, <name>.coefficients.yaml)")
     return p
 
 
@@ -190,10 +175,10 @@ class _Exit(Exception):
         self.code = code
 
 
-def _progress_enabled(args) -> bool:
-    if args.no_progress:
-        return False
-    return bool(args.progress or sys.stderr.isatty())
+def _progress(args, label, unit="", quiet=False, value_label="best"):
+    """A :class:`delta_core.progress.Progress`: a bar on a terminal, else one line on stdout."""
+    return Progress(label, unit=unit, enabled=progress_mode(args.no_progress, args.progress),
+                    summary=not (args.no_progress or quiet), summary_stream=sys.stdout, value_label=value_label)
 
 
 # ----------------------------------------------------------------------------- identify
@@ -204,10 +189,13 @@ def _table(header, rows) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def _load(path, robot, args):
-    data = read_joint_data(path, robot, topic=args.topic, effort=args.effort, stamp=args.stamp)
-    check_joint_limits(data, robot)
-    return data
+def _read(path, robot, args, what):
+    """The samples of a CSV file or a bag, read a block at a time (:func:`.stream.read_stream`);
+    at most MAX_SAMPLES with ``--stream never`` (the in-memory fit's limit)."""
+    bag = is_bag(path)
+    with _progress(args, f"reading {what}", "messages" if bag else "bytes", quiet=args.quiet) as bar:
+        return read_stream(path, robot, topic=args.topic, effort=args.effort, stamp=args.stamp,
+                           progress=bar, max_samples=MAX_SAMPLES if args.stream == "never" else None)
 
 
 def run_identify(argv) -> int:
@@ -224,6 +212,7 @@ def run_identify(argv) -> int:
                         parallel_filter=not args.no_parallel_filter, resample=args.resample, rate=args.rate,
                         gap_factor=args.gap_factor, trim=args.trim, decimate=args.decimate,
                         strict_time=args.strict_time, min_duration=args.min_duration)
+    pre.check()
     if args.pso_neighbours > args.pso_particles:
         raise IdentificationError(f"--pso-neighbours {args.pso_neighbours} must be at most "
                                   f"--pso-particles {args.pso_particles}")
@@ -233,29 +222,70 @@ def run_identify(argv) -> int:
                    dls_damping=args.dls_damping, dls_prior=args.dls_prior, rls_forgetting=args.forgetting,
                    pso_particles=args.pso_particles, pso_neighbours=args.pso_neighbours,
                    pso_iterations=args.pso_iterations, pso_samples=args.pso_samples or None, seed=args.seed)
+    opened = []
+    try:
+        return _identify(args, robot, model, units, eu, ec, pset, pre, opts, say, opened)
+    finally:
+        for d in opened:
+            d.close()
+
+
+def _identify(args, robot, model, units, eu, ec, pset, pre, opts, say, opened) -> int:
+    """Read, fit, report and write (:func:`run_identify`'s work once the options are checked)."""
     t0 = time.perf_counter()
-    data = _load(args.data, robot, args)
-    prepared = preprocess(data, pre)
-    problem = build_problem(model, prepared, pset)
-    vproblem = None
+    sdata = _read(args.data, robot, args, "data")
+    opened.append(sdata)
+    svdata = None
     if args.validate:
-        vdata = _load(args.validate, robot, args)
-        vproblem = build_problem(model, preprocess(vdata, pre), pset, what="validation")
-    say(f"{PROG}: robot {robot.name} ({robot.source}), {len(problem)} samples from {prepared.source}"
-        + (f", {len(vproblem)} validation samples from {vproblem.source}" if vproblem else ""))
+        svdata = _read(args.validate, robot, args, "validation data")
+        opened.append(svdata)
+    biggest = max(len(sdata), len(svdata) if svdata is not None else 0)
+    streamed = args.stream == "always" or (args.stream == "auto" and biggest > STREAM_ABOVE)
+    if not streamed and biggest > MAX_SAMPLES:
+        raise IdentificationError(f"{sdata.source if len(sdata) == biggest else svdata.source}: {biggest} samples, "
+                                  f"more than the {MAX_SAMPLES} the in-memory fit holds (MAX_SAMPLES in "
+                                  "delta_dynamics/limits.py): use --stream auto")
+    if streamed:
+        with _progress(args, "regressor (pass 1 of 2)", "samples", quiet=args.quiet) as bar:
+            problem = stream_problem(model, sdata, pset, pre, opts, progress=bar)
+        vproblem = None
+        if svdata is not None:
+            vproblem = stream_problem(model, svdata, pset, pre, opts, what="validation", accumulate=False)
+        source = problem.source
+    else:
+        prepared = preprocess(in_memory(sdata), pre)
+        problem = build_problem(model, prepared, pset)
+        vproblem = None
+        if svdata is not None:
+            vproblem = build_problem(model, preprocess(in_memory(svdata), pre), pset, what="validation")
+        source = prepared.source
+    say(f"{PROG}: robot {robot.name} ({robot.source}), {len(problem)} samples from {source}"
+        + (f", {len(vproblem)} validation samples from {vproblem.source}" if vproblem else "")
+        + (" (streamed: a block at a time, the normal equations as a QR update)" if streamed else ""))
     for n in problem.notes:
         say(f"  {n}")
     if vproblem is not None:
         for n in vproblem.notes:
             if n not in problem.notes:
                 say(f"  validation: {n}")
-    say(f"  preprocessing and regressor: {time.perf_counter() - t0:.3f} s")
+    say(f"  reading, preprocessing and regressor: {time.perf_counter() - t0:.3f} s")
 
     methods = list(METHODS) if args.method == "all" else [args.method]
     results = []
     for meth in methods:
-        bar = ProgressBar(f"{meth:>7}", _progress_enabled(args) and meth == "pso")
-        results.append(identify(problem, meth, opts, validation=vproblem, progress=bar))
+        if meth == "pso":
+            with _progress(args, "pso", "iterations", quiet=args.quiet) as bar:
+                results.append(identify_stream(problem, meth, opts, progress=bar) if streamed else
+                               identify(problem, meth, opts, validation=vproblem, progress=bar))
+        else:
+            results.append(identify_stream(problem, meth, opts) if streamed else
+                           identify(problem, meth, opts, validation=vproblem))
+    if streamed:
+        with _progress(args, "metrics (pass 2 of 2)", "samples", quiet=args.quiet) as bar:
+            finish(results, problem, vproblem, progress=bar)
+        problem_plots, vproblem_plots = problem.thin, (vproblem.thin if vproblem is not None else None)
+    else:
+        problem_plots, vproblem_plots = problem, vproblem
     base = results[0].base
     say(f"\nbase parameters: rank {base.rank} of {len(base.names)}, condition number "
         f"{base.condition:.4g} (column-normalised regressor)")
@@ -304,11 +334,11 @@ def run_identify(argv) -> int:
         raise IdentificationError(f"the {chosen.method} estimate cannot be used: {shown}; "
                                   f"no file written. {hint}")
     if args.out:
-        new = identified_robot(robot, chosen, model, prepared.source, vproblem.source if vproblem else None)
+        new = identified_robot(robot, chosen, model, source, vproblem.source if vproblem else None)
         model_from_robot_file(new)          # the file must load again, lumped parameters included
         try:
             path = write_robot_file(args.out, new, header=f"{robot.name}: dynamic parameters identified by {PROG} "
-                                                          f"({chosen.method}) from {prepared.source}")
+                                                          f"({chosen.method}) from {source}")
         except OSError as e:
             raise _Exit(1, f"cannot write {args.out}: {e.strerror or e}") from None
         say(f"\nwrote {path}")
@@ -316,8 +346,9 @@ def run_identify(argv) -> int:
         say("\n(no --out given: no robot file written)")
     if args.report:
         try:
-            files = write_report(args.report, results, problem, vproblem, chosen, robot_name=robot.name,
-                                 data_source=prepared.source, validation_source=vproblem.source if vproblem else None,
+            files = write_report(args.report, results, problem_plots, vproblem_plots, chosen,
+                                 robot_name=robot.name, data_source=source,
+                                 validation_source=vproblem.source if vproblem else None,
                                  out_file=args.out, units=units)
         except OSError as e:
             raise _Exit(1, f"cannot write the report to {args.report}: {e.strerror or e}") from None
@@ -328,8 +359,8 @@ def run_identify(argv) -> int:
 # ----------------------------------------------------------------------------- excite
 
 def run_excite(argv) -> int:
-    """``delta-identify excite``: design an excitation trajectory and write it as CSV; the exit
-    status."""
+    """``delta-identify excite``: design an excitation trajectory (or take a stored one) and
+    write it as CSV with its coefficients; the exit status."""
     args = _excite_parser().parse_args(argv)
     n = round(args.cycles * args.period / args.dt) + 1
     if n > MAX_SAMPLES:
@@ -338,27 +369,99 @@ def run_excite(argv) -> int:
                                   "delta_dynamics/limits.py): fewer cycles or a larger --dt")
     model = model_for(args.robot)
     units = joint_units(model)
-    bar = ProgressBar("optimising", _progress_enabled(args))
-    res = design_excitation(model, period=args.period, harmonics=args.harmonics, seed=args.seed,
-                            scale=args.scale, margin=args.margin, min_measure=args.min_measure,
-                            starts=args.starts, maxiter=args.maxiter, params=args.params,
-                            progress=lambda s, n, c: bar(s, n, c))
+    if args.load:
+        res = load_excitation(args.load, model, scale=args.scale, min_measure=args.min_measure)
+        args.period, args.harmonics = res.trajectory.period, res.trajectory.harmonics
+        n = round(args.cycles * args.period / args.dt) + 1
+        if n > MAX_SAMPLES:
+            raise IdentificationError(f"--cycles {args.cycles} x the period {args.period:g} s of {args.load} at "
+                                      f"--dt {args.dt:g} s gives {n} samples, more than {MAX_SAMPLES}")
+    else:
+        with _progress(args, "optimising", "starts", value_label="condition number") as bar:
+            bar.tick()
+            res = design_excitation(model, period=args.period, harmonics=args.harmonics, seed=args.seed,
+                                    scale=args.scale, margin=args.margin, min_measure=args.min_measure,
+                                    starts=args.starts, maxiter=args.maxiter, params=args.params,
+                                    progress=lambda s, n, c: bar(s, n, c))
     if res.violations:
         raise IdentificationError("the optimised trajectory breaks limits: " + "; ".join(res.violations))
+    coef_path = Path(args.coefficients) if args.coefficients else _coefficients_path(args.out)
     try:
         path = write_trajectory_csv(args.out, model, res.trajectory, dt=args.dt, cycles=args.cycles)
     except OSError as e:
         raise _Exit(1, f"cannot write {args.out}: {e.strerror or e}") from None
-    m = res.margins
+    if args.save:
+        design = {"copied_from": str(args.load)} if args.load else dict(period=args.period, harmonics=args.harmonics, scale=args.scale,
+                                           margin=args.margin, min_measure=args.min_measure, starts=args.starts,
+                                           maxiter=args.maxiter, seed=args.seed, params=args.params)
+        try:
+            save_excitation(args.save, model, res, design, header=f"written by {PROG} excite")
+        except OSError as e:
+            raise _Exit(1, f"cannot write {args.save}: {e.strerror or e}") from None
+    try:
+        write_coefficients(coef_path, res, robot=model.robot.name, params=args.params, seed=args.seed,
+                           scale=args.scale, units=units)
+    except OSError as e:
+        raise _Exit(1, f"cannot write {coef_path}: {e.strerror or e}") from None
     print(f"{PROG} excite: {args.cycles} x {args.period:g} s, {args.harmonics} harmonics, condition number "
-          f"{res.condition:.4g} ({args.params} set); wrote {path}")
-    vu, eu, ec = units["velocity"], units["effort"], units["effort_column"]
-    print(f"  peak |q_d| [{vu}]: ".ljust(22) + "  ".join(f"{v:.3g}" for v in
-          (args.scale * np.array(model.robot.limits.velocity) - np.array(m["velocity"]))))
-    print(f"  peak |{ec}| [{eu}]: ".ljust(22) + "  ".join(f"{v:.3g}" for v in
-          (args.scale * np.array(model.robot.limits.effort) - np.array(m["torque"]))))
-    print("  Fourier coefficients: " + str(res.trajectory.to_dict()))
+          f"{res.condition:.4g} ({args.params} set, column-normalised regressor; good excitation: 5-100)"
+          f"{f'; taken from {args.load}' if args.load else ''}")
+    print(f"  wrote {path} (platform trajectory, {n} samples at {args.dt:g} s: run it with "
+          f"'delta-ctl run {path} --wait')")
+    print(f"  wrote {coef_path} (the Fourier coefficients)")
+    if args.save:
+        print(f"  wrote {args.save} (the excitation file: --from takes it back)")
+    print()
+    print(excitation_table(model, res, args.scale, units, args.margin))
     return 0
+
+
+def _coefficients_path(out) -> Path:
+    p = Path(out)
+    return p.with_name(p.stem + ".coefficients.yaml")
+
+
+def excitation_table(model, res, scale: float, units, margin: float = 0.0) -> str:
+    """Per joint: the range of motion and the peak velocity, acceleration and effort against
+    the robot file's limits (the optimiser keeps the peaks below ``scale`` times the limits)."""
+    lim = model.robot.limits
+    m = res.margins
+    pu, vu, au, eu = units["position"], units["velocity"], units["acceleration"], units["effort"]
+    ec = units["effort_column"]
+    rows = []
+    for j in range(3):
+        lo, hi = lim.position[j]
+        row = [str(j + 1), f"{lo + margin + _margin(m, 'position_low', j):.3g} .. "
+                           f"{hi - margin - _margin(m, 'position_high', j):.3g}", f"{lo:g} .. {hi:g}"]
+        for key, limit in (("velocity", lim.velocity[j]), ("acceleration", lim.acceleration[j]),
+                           ("torque", lim.effort[j])):
+            peak = scale * limit - float(np.ravel(m[key])[j])
+            row.append(f"{peak:.3g} / {limit:g} ({100 * peak / limit:.0f} %)")
+        rows.append(row)
+    return _table([units["joint"], f"range [{pu}]", f"limits [{pu}]", f"peak |{'q_d' if pu == 'rad' else 'v'}| "
+                   f"[{vu}]", f"peak |{'q_dd' if pu == 'rad' else 'a'}| [{au}]", f"peak |{ec}| [{eu}]"], rows)
+
+
+def _margin(m, key, j):
+    """Margin ``key`` of joint ``j`` (limit minus peak; the position ones beyond --margin)."""
+    v = m.get(key)
+    return 0.0 if v is None else float(np.ravel(v)[j])
+
+
+def write_coefficients(path, res, robot: str, params: str, seed: int, scale: float, units) -> Path:
+    """The excitation's Fourier series as YAML (period, q0, a, b per joint; joint units)."""
+    tr = res.trajectory
+    doc = {"robot": robot, "parameter_set": params, "seed": int(seed), "limit_scale": float(scale),
+           "condition_number": float(res.condition), "period_s": float(tr.period),
+           "harmonics": int(tr.harmonics),
+           "q0": [float(v) for v in tr.q0],
+           "a": [[float(v) for v in row] for row in np.asarray(tr.a)],
+           "b": [[float(v) for v in row] for row in np.asarray(tr.b)]}
+    head = (f"# Excitation trajectory of {robot} (delta-identify excite): joint j's position is\n"
+            f"#   q_j(t) = q0_j + sum_k [a_jk / (w k) sin(w k t) - b_jk / (w k) cos(w k t)],  w = 2 pi / period_s\n"
+            f"# (Swevers et al. 1997; delta_dynamics/identification/excitation.py); q0 in {units['position']},\n"
+            f"# a and b in {units['velocity']}. Row j of a and b: joint j.\n")
+    return atomic_write_text(path, head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120))
 
 
 # ----------------------------------------------------------------------------- main

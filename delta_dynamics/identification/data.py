@@ -54,6 +54,7 @@ from delta_dynamics.kinds import joint_units
 from delta_dynamics.limits import MAX_SAMPLES
 
 from . import IdentificationError
+from .bag import open_joint_states, typestore
 
 REQUIRED_COLUMNS = ("t", "q1", "q2", "q3", "tau1", "tau2", "tau3")
 #: The effort columns of each kind: torques of a rotary Delta, forces of a linear one.
@@ -129,6 +130,7 @@ class Prepared:
         """``arr`` (first axis: samples) through the parallel filter, segment by segment."""
         if self.sos is None:
             return arr
+        # scipy is heavy (seconds on a loaded machine): loaded by this path only
         from scipy.signal import sosfiltfilt
         out = np.empty_like(arr)
         for a, b in self.segments:
@@ -218,7 +220,7 @@ def read_csv(path: str | os.PathLike, max_rows: int = MAX_SAMPLES, effort_column
         raise IdentificationError(f"{path}: a directory, not a CSV file")
     if effort_column not in (None, "tau", "f"):
         raise IdentificationError(f"effort columns must be 'tau' or 'f', got {effort_column!r}")
-    reader = _CsvReader(path, max_rows, effort_column)
+    reader = CsvReader(path, max_rows, effort_column)
     try:
         for first, block in iter_line_blocks(path):
             reader.add_block(first, block)
@@ -249,11 +251,12 @@ def read_csv(path: str | os.PathLike, max_rows: int = MAX_SAMPLES, effort_column
     return data
 
 
-class _CsvReader:
+class CsvReader:
     """:func:`read_csv`'s state: the header, then blocks of parsed rows (used columns only)."""
 
     def __init__(self, path, max_rows, effort=None):
         self.path, self.max_rows = path, max_rows
+        self.limit_name = "MAX_SAMPLES in delta_dynamics/limits.py"
         self.effort = effort            # "tau" or "f" (None: from the header)
         self.header = None
         self.used: list = []            # column names kept, in header order
@@ -300,8 +303,7 @@ class _CsvReader:
         if self.rows + len(rows) > self.max_rows:
             k = self.max_rows - self.rows
             raise IdentificationError(f"{self.path}: line {nums[k]}: more than {self.max_rows} samples (the "
-                                      "limit, MAX_SAMPLES in delta_dynamics/limits.py): split the "
-                                      "recording or decimate it")
+                                      f"limit, {self.limit_name}): split the recording or decimate it")
         ncol = len(self.header)
         arr = None
         if field_counts_equal(rows, ncol):
@@ -365,129 +367,79 @@ def is_bag(path) -> bool:
 
 
 def _typestore():
-    from rosbags.typesys import Stores, get_typestore
-    return get_typestore(Stores.ROS2_JAZZY)
+    return typestore()
 
 
 def read_bag(path, joint_names, topic: str = "/joint_states", effort: str = "torque",
-             torque_factor: float = 1.0, stamp: str = "header") -> JointData:
+             torque_factor: float = 1.0, stamp: str = "header", progress=None) -> JointData:
     """Read ``sensor_msgs/msg/JointState`` messages on ``topic`` from a rosbag2 bag.
 
     ``joint_names``: the robot file's three names (matched by name in each message).
     ``effort``: ``"torque"`` (N m at the arm) or ``"current"`` (A; multiplied by
     ``torque_factor`` = torque_constant * gear_ratio). ``stamp``: ``"header"`` (the message's
     header stamp; the bag's receive time where the stamp is zero) or ``"receive"``.
+    Messages are decoded a block at a time (:mod:`.bag`); ``progress(done, total)`` is called
+    after each block.
     """
-    from rosbags.rosbag2 import Reader
 
     path = Path(path)
     if not path.exists():
         raise _missing(path)
-    if effort not in ("torque", "current"):
-        raise IdentificationError(f"effort must be 'torque' or 'current', got {effort!r}")
-    if stamp not in ("header", "receive"):
-        raise IdentificationError(f"stamp must be 'header' or 'receive', got {stamp!r}")
-    try:
-        reader = Reader(path)
-        reader.open()
-    except Exception as e:  # rosbags raises several types for unreadable bags
-        raise IdentificationError(f"{path}: not a readable rosbag2 bag: {_one_line(e)}") from None
-    try:
-        return _read_messages(reader, path, joint_names, topic, effort, torque_factor, stamp)
-    except IdentificationError:
-        raise
-    except Exception as e:  # a corrupt or truncated bag fails while its messages are read
-        raise IdentificationError(f"{path}: not a readable rosbag2 bag: reading topic {topic} failed: "
-                                  f"{_one_line(e)}") from None
-    finally:
-        reader.close()
-
-
-def _short(value, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
-def _one_line(e: Exception, limit: int = 300) -> str:
-    text = " ".join(str(e).split()) or type(e).__name__
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _read_messages(reader, path, joint_names, topic, effort, torque_factor, stamp) -> JointData:
-    """The JointState samples of ``topic`` from an open rosbags Reader (see :func:`read_bag`)."""
-    conns = [c for c in reader.connections if c.topic == topic]
-    if not conns:
-        have = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections})
-        raise IdentificationError(f"{path}: no topic {topic} in the bag (topics: "
-                                  f"{', '.join(have) if have else 'none'}); choose one with --topic")
-    wrong = sorted({c.msgtype for c in conns if c.msgtype != JOINT_STATE})
-    if wrong:
-        raise IdentificationError(f"{path}: topic {topic} carries {', '.join(wrong)}, not {JOINT_STATE}")
-    store = _typestore()
-    deser = store.deserialize_cdr
-    n = sum(c.msgcount for c in conns)
-    if n > MAX_SAMPLES:
-        raise IdentificationError(f"{path}: topic {topic} has {n} messages, more than the {MAX_SAMPLES} "
-                                  "samples one run may use (MAX_SAMPLES in delta_dynamics/limits.py): "
-                                  "split the recording (ros2 bag convert) or record shorter runs")
-    n = max(n, 0)
-    t_ns = np.empty(n, dtype=np.int64)
-    q = np.empty((n, 3))
-    tau = np.empty((n, 3))
-    cache: dict = {}
-    k = 0
-    for conn, rx, raw in reader.messages(connections=conns):
-        if k >= n:  # msgcount unknown or wrong: grow
-            if k >= MAX_SAMPLES:
-                raise IdentificationError(f"{path}: topic {topic} has more than {MAX_SAMPLES} messages, "
-                                          "the most one run may use (MAX_SAMPLES in "
-                                          "delta_dynamics/limits.py): split the recording")
-            n = min(2 * n + 16, MAX_SAMPLES)
-            t_ns = np.resize(t_ns, n)
-            q = np.resize(q, (n, 3))
-            tau = np.resize(tau, (n, 3))
-        try:
-            msg = deser(raw, JOINT_STATE)
-        except Exception as e:
-            raise IdentificationError(f"{path}: {topic} message {k}: cannot decode: {_one_line(e)}") from None
-        names = tuple(msg.name)
-        idx = cache.get(names)
-        if idx is None:
-            pos = {nm: i for i, nm in enumerate(names)}
-            absent = [j for j in joint_names if j not in pos]
-            if absent:
-                raise IdentificationError(
-                    f"{path}: {topic} message {k}: no joint {', '.join(repr(a) for a in absent)} "
-                    f"(the message names {_short(list(names))}; the robot file's joint_names are "
-                    f"{list(joint_names)})")
-            idx = [pos[j] for j in joint_names]
-            if len(cache) > 64:          # names that change with every message: do not hoard them
-                cache.clear()
-            cache[names] = idx
-        p, e = msg.position, msg.effort
-        if len(e) == 0:
-            raise IdentificationError(f"{path}: {topic} message {k}: JointState without effort "
-                                      "(the effort array is empty; identification needs joint torques or currents)")
-        if len(p) != len(names) or len(e) != len(names):
-            raise IdentificationError(f"{path}: {topic} message {k}: {len(names)} names but "
-                                      f"{len(p)} positions and {len(e)} efforts")
-        q[k] = p[idx]
-        tau[k] = e[idx]
-        hs = msg.header.stamp
-        h_ns = int(hs.sec) * 1_000_000_000 + int(hs.nanosec)
-        t_ns[k] = h_ns if (stamp == "header" and h_ns != 0) else int(rx)
-        k += 1
+    check_bag_options(effort, stamp)
+    with open_joint_states(path, topic, joint_names) as bag:
+        n = bag.count
+        if n > MAX_SAMPLES:
+            raise IdentificationError(f"{path}: topic {topic} has {n} messages, more than the {MAX_SAMPLES} "
+                                      "samples one run may use (MAX_SAMPLES in delta_dynamics/limits.py): "
+                                      "split the recording (ros2 bag convert) or record shorter runs")
+        parts = []
+        k = 0
+        for block in bag.blocks(max_messages=MAX_SAMPLES,
+                                limit_text=", the most one run may use (MAX_SAMPLES in "
+                                           "delta_dynamics/limits.py): split the recording"):
+            parts.append(block)
+            k += len(block[0])
+            if progress is not None:
+                progress(k, max(n, k))
     if k == 0:
         raise IdentificationError(f"{path}: topic {topic} has no messages")
-    t_ns, q, tau = t_ns[:k], q[:k], tau[:k]
+    t_ns = bag_times(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), stamp)
+    q = np.concatenate([p[2] for p in parts])
+    tau = np.concatenate([p[3] for p in parts])
+    parts.clear()
     t = (t_ns - t_ns[0]).astype(float) * 1e-9
     if effort == "current":
         tau = tau * float(torque_factor)
     data = JointData(t=t, q=q, tau=tau, source=f"{path} {topic}", unit=f"{topic} message", first=0)
-    data.notes.append(f"read {k} JointState messages from {path} topic {topic} "
-                      f"(effort as {effort}{'' if effort == 'torque' else f' x {torque_factor:g} N m/A'}, "
-                      f"time from the {'header stamp' if stamp == 'header' else 'bag receive time'})")
+    data.notes.append(bag_note(k, path, topic, effort, torque_factor, stamp))
     return data
+
+
+def check_bag_options(effort, stamp):
+    """Raise :class:`IdentificationError` unless ``effort`` is ``"torque"`` or ``"current"`` and
+    ``stamp`` is ``"header"`` or ``"receive"`` (the bag readers' options)."""
+    if effort not in ("torque", "current"):
+        raise IdentificationError(f"effort must be 'torque' or 'current', got {effort!r}")
+    if stamp not in ("header", "receive"):
+        raise IdentificationError(f"stamp must be 'header' or 'receive', got {stamp!r}")
+
+
+def bag_times(header_ns, receive_ns, stamp: str) -> np.ndarray:
+    """The time base of bag messages (ns): the header stamps, the receive time where a stamp
+    is zero (``stamp="header"``), or the receive times (``"receive"``)."""
+    if stamp == "receive":
+        return receive_ns
+    return np.where(header_ns != 0, header_ns, receive_ns)
+
+
+def bag_note(k, path, topic, effort, torque_factor, stamp) -> str:
+    """The note saying what was read from a bag: ``k`` messages of ``topic``, the effort's
+    meaning (``torque_factor`` N m/A for currents) and the time base."""
+    return (f"read {k} JointState messages from {path} topic {topic} "
+            f"(effort as {effort}{'' if effort == 'torque' else f' x {torque_factor:g} N m/A'}, "
+            f"time from the {'header stamp' if stamp == 'header' else 'bag receive time'})")
+
+
 
 
 def write_bag(path, t, q, effort, joint_names, topic: str = "/joint_states",
@@ -497,6 +449,7 @@ def write_bag(path, t, q, effort, joint_names, topic: str = "/joint_states",
     ``storage``: ``"sqlite3"`` or ``"mcap"``. ``extra_joints`` adds that many unrelated joints
     in front of the robot's (to check matching by name). Stamps: ``t0_ns`` + t.
     """
+    # rosbags: loaded for bags only
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     store = _typestore()
@@ -612,45 +565,69 @@ def _central(x, h):
     return d
 
 
-def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
-    """Checked, segmented, resampled, differentiated (and filtered) samples; see the module docstring."""
-    from scipy.interpolate import CubicSpline
-    from scipy.signal import butter, sosfiltfilt
+@dataclass
+class SegmentPlan:
+    """One segment of :class:`TimePlan`: kept samples [a, b), resampled onto ``grid`` points or not."""
 
-    opts = opts or Preprocessing()
-    opts.check()
-    src = data.source
-    notes = list(data.notes)
-    n = len(data.t)
-    if data.q.shape != (n, 3) or data.tau.shape != (n, 3):
-        raise IdentificationError(f"{src}: positions and torques must be (N, 3) like the time (N = {n})")
-    _check_finite(data)
-    if n < opts.min_samples:
-        raise IdentificationError(f"{src}: too few samples: {n} (need at least {opts.min_samples})")
-    _check_efforts(data)
-    t = np.asarray(data.t, dtype=float)
+    a: int
+    b: int
+    resample: bool
+    grid: int            # samples of the segment after resampling (b - a if not resampled)
+
+
+@dataclass
+class TimePlan:
+    """What :func:`preprocess` does to a time base, decided from the times alone (steps 1-3 and
+    the filter of the module docstring), so that the in-memory and the streamed paths
+    (:mod:`.stream`) preprocess the same samples the same way."""
+
+    idx: np.ndarray | None        # raw indices of the samples in time order (None: all)
+    t: np.ndarray                 # their times
+    h: float                      # s, step of the (resampling) grid
+    segments: list                # SegmentPlan of every segment kept
+    sos: np.ndarray | None        # the low-pass ('filter') or None ('central')
+    trim: int
+    decimate: int
+    parallel: bool                # regressor and torques through ``sos`` too
+    notes: list
+    usable: int                   # samples left after trimming and decimation
+
+    def kept(self, seg: SegmentPlan) -> range:
+        """Indices (within the segment's grid) of the samples used after trim and decimation."""
+        return range(self.trim, seg.grid - self.trim, self.decimate)
+
+
+def plan_time(t, opts: Preprocessing, where, src: str, notes: list, max_samples: int = MAX_SAMPLES) -> TimePlan:
+    """Steps 1-3 of the module docstring and the filter design, on the times ``t`` (s) alone.
+
+    ``where(k)`` names raw sample k in messages; ``max_samples`` bounds a resampled grid.
+    """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
+    from scipy.signal import butter
+
+    t = np.asarray(t, dtype=float)
+    n = len(t)
     # 1. time base: keep a sample only if it is later than every earlier one
     keep = np.ones(n, bool)
     keep[1:] = t[1:] > np.maximum.accumulate(t)[:-1]
+    idx = None
     if not keep.all():
         dt = np.diff(t)
         dup = np.flatnonzero(dt == 0) + 1
         back = np.flatnonzero(dt < 0) + 1
         parts = []
         if len(dup):
-            parts.append(f"{len(dup)} duplicate timestamp(s) (first at {data.where(dup[0])}, t = {t[dup[0]]:.9g} s)")
+            parts.append(f"{len(dup)} duplicate timestamp(s) (first at {where(dup[0])}, t = {t[dup[0]]:.9g} s)")
         if len(back):
-            parts.append(f"{len(back)} timestamp(s) going backwards (first at {data.where(back[0])}, "
+            parts.append(f"{len(back)} timestamp(s) going backwards (first at {where(back[0])}, "
                          f"t = {t[back[0]]:.9g} s after {t[back[0] - 1]:.9g} s)")
         msg = f"{src}: " + " and ".join(parts)
         if opts.strict_time:
             raise IdentificationError(msg)
         notes.append(f"{msg}: {int((~keep).sum())} sample(s) not in time order dropped")
-    idx = np.flatnonzero(keep)
-    t = t[idx]
-    q, tau = data.q[idx], data.tau[idx]
-    qd_in = data.qd[idx] if data.qd is not None else None
-    qdd_in = data.qdd[idx] if data.qdd is not None else None
+        idx = np.flatnonzero(keep)
+        t = t[idx]
+    del keep
     if len(t) < opts.min_samples:
         raise IdentificationError(f"{src}: too few samples in time order: {len(t)} (need at least {opts.min_samples})")
     steps = np.diff(t)
@@ -661,8 +638,9 @@ def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
     bounds = [0, *cuts.tolist(), len(t)]
     if len(cuts):
         g = cuts[0]
-        notes.append(f"{len(cuts)} gap(s) in the time stamps (first {steps[g - 1]:.4g} s at {data.where(idx[g])}, "
-                     f"median step {med:.4g} s): data split into {len(cuts) + 1} segments")
+        notes.append(f"{len(cuts)} gap(s) in the time stamps (first {steps[g - 1]:.4g} s at "
+                     f"{where(idx[g] if idx is not None else g)}, median step {med:.4g} s): data split into "
+                     f"{len(cuts) + 1} segments")
     if opts.derivative == "filter":
         fs = 1.0 / h
         if opts.cutoff >= 0.5 * fs:
@@ -674,68 +652,41 @@ def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
         sos = None
         trim = opts.trim if opts.trim is not None else 1
     need = max(opts.min_segment, 2 * trim + 3)
-    out = {k: [] for k in ("t", "q", "qd", "qdd", "tau")}
-    segments, dropped, resampled, start = [], 0, 0, 0
+    segments, dropped, resampled, start, covered = [], 0, 0, 0, 0.0
     for a, b in zip(bounds[:-1], bounds[1:]):
-        ts = t[a:b]
         if b - a < need:
             dropped += 1
             continue
-        qs, taus = q[a:b], tau[a:b]
-        qds = qd_in[a:b] if qd_in is not None else None
-        qdds = qdd_in[a:b] if qdd_in is not None else None
-        st = np.diff(ts)
-        jitter = float(np.max(np.abs(st - h)) / h)
+        ts = t[a:b]
+        jitter = float(np.max(np.abs(steps[a:b - 1] - h)) / h)
         if opts.resample == "always" or (opts.resample == "auto" and jitter > opts.jitter_tol):
             grid = math.floor((ts[-1] - ts[0]) / h + 1e-9) + 1
-            if grid + start > MAX_SAMPLES:
+            if grid + start > max_samples:
                 raise IdentificationError(
                     f"{src}: resampling {ts[-1] - ts[0]:.6g} s at {1.0 / h:.6g} Hz gives more than "
-                    f"{MAX_SAMPLES} samples (MAX_SAMPLES in delta_dynamics/limits.py): "
+                    f"{max_samples} samples (MAX_SAMPLES in delta_dynamics/limits.py): "
                     "lower --rate or --resample never")
-            tn = ts[0] + h * np.arange(grid)
-            qs = CubicSpline(ts, qs, axis=0)(tn)
-            taus = np.column_stack([np.interp(tn, ts, taus[:, j]) for j in range(3)])
-            if qds is not None:
-                qds = np.column_stack([np.interp(tn, ts, qds[:, j]) for j in range(3)])
-            if qdds is not None:
-                qdds = np.column_stack([np.interp(tn, ts, qdds[:, j]) for j in range(3)])
-            ts = tn
+            segments.append(SegmentPlan(a, b, True, grid))
+            covered += float((ts[0] + h * (grid - 1)) - ts[0])
             resampled += 1
-        if sos is not None:
-            padlen = min(len(ts) - 1, 3 * (2 * len(sos) + 1))
-            qs_f = sosfiltfilt(sos, qs, axis=0, padlen=padlen)
-            if qds is not None:
-                qds = sosfiltfilt(sos, qds, axis=0, padlen=padlen)
-            if qdds is not None:
-                qdds = sosfiltfilt(sos, qdds, axis=0, padlen=padlen)
         else:
-            qs_f = qs
-        hs = (ts[-1] - ts[0]) / (len(ts) - 1)
-        if qds is None:
-            qds, qdds = _second_difference(qs_f, hs)
-        elif qdds is None:
-            qdds = _central(qds, hs)
-        for key, arr in (("t", ts), ("q", qs_f), ("qd", qds), ("qdd", qdds), ("tau", taus)):
-            out[key].append(arr)
-        segments.append((start, start + len(ts)))
-        start += len(ts)
+            segments.append(SegmentPlan(a, b, False, b - a))
+            covered += float(ts[-1] - ts[0])
+        start += segments[-1].grid
     if resampled:
         notes.append(f"{resampled} segment(s) resampled to a uniform {1.0 / h:.6g} Hz grid "
                      f"(time steps jittered by more than {100 * opts.jitter_tol:g} %)")
     if dropped:
         notes.append(f"{dropped} segment(s) shorter than {need} samples dropped")
-    usable = sum(len(range(a + trim, b - trim, opts.decimate)) for a, b in segments)
+    usable = sum(len(range(trim, s.grid - trim, opts.decimate)) for s in segments)
     if usable < opts.min_samples:
         raise IdentificationError(f"{src}: too few usable samples after preprocessing: {usable} "
                                   f"(need at least {opts.min_samples}; {len(t)} samples in "
                                   f"{len(bounds) - 1} segment(s), {trim} trimmed at each segment end)")
-    covered = sum(float(out["t"][i][-1] - out["t"][i][0]) for i in range(len(segments)))
     if covered < opts.min_duration:
         raise IdentificationError(f"{src}: too short: the usable data cover {covered:.4g} s (need at least "
                                   f"{opts.min_duration:g} s of motion: record a longer run, e.g. a few "
                                   "periods of 'delta-identify excite')")
-    cat = {k: np.concatenate(v) for k, v in out.items()}
     parallel = sos is not None and opts.parallel_filter
     if opts.derivative == "filter":
         notes.append(f"velocities and accelerations: zero-phase Butterworth low-pass (order {opts.order}, "
@@ -743,6 +694,88 @@ def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
                      + ("; regressor and torques through the same filter (parallel filtering)" if parallel else ""))
     else:
         notes.append("velocities and accelerations: central differences (no filtering)")
+    return TimePlan(idx=idx, t=t, h=h, segments=segments, sos=sos, trim=trim, decimate=opts.decimate,
+                    parallel=parallel, notes=notes, usable=usable)
+
+
+def segment_samples(plan: TimePlan, seg: SegmentPlan, ts, qs, taus, qds=None, qdds=None, lo: int = 0,
+                    hi: int | None = None):
+    """Steps 3-4 of the module docstring on (part of) one segment: (t, q, qd, qdd, tau) on the
+    segment's grid points [lo, hi) (default: all).
+
+    ``ts, qs, taus, qds, qdds``: the segment's kept samples (all, or a window of them around
+    the grid points asked for). The in-memory path passes whole segments; the streamed one windows that reach
+    far enough beyond [lo, hi) for the filter's and the spline's end effects to die out.
+    At a window edge that is not a segment end the results are those of the whole segment
+    to rounding; at a segment end they are the same computation.
+    """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
+    from scipy.interpolate import CubicSpline
+    from scipy.signal import sosfiltfilt
+
+    n_seg = seg.b - seg.a
+    hi = seg.grid if hi is None else hi
+    h = plan.h
+    if seg.resample:
+        t0 = plan.t[seg.a]
+        tn = t0 + h * np.arange(lo, hi)
+        qs = CubicSpline(ts, qs, axis=0)(tn)
+        taus = np.column_stack([np.interp(tn, ts, taus[:, j]) for j in range(3)])
+        if qds is not None:
+            qds = np.column_stack([np.interp(tn, ts, qds[:, j]) for j in range(3)])
+        if qdds is not None:
+            qdds = np.column_stack([np.interp(tn, ts, qdds[:, j]) for j in range(3)])
+        ts = tn
+        hs = ((t0 + h * (seg.grid - 1)) - t0) / (seg.grid - 1)        # as the grid's ends give it
+    else:
+        hs = (plan.t[seg.b - 1] - plan.t[seg.a]) / (n_seg - 1)
+    if plan.sos is not None:
+        padlen = min(seg.grid - 1, 3 * (2 * len(plan.sos) + 1))
+        qs_f = sosfiltfilt(plan.sos, qs, axis=0, padlen=padlen)
+        if qds is not None:
+            qds = sosfiltfilt(plan.sos, qds, axis=0, padlen=padlen)
+        if qdds is not None:
+            qdds = sosfiltfilt(plan.sos, qdds, axis=0, padlen=padlen)
+    else:
+        qs_f = qs
+    if qds is None:
+        qds, qdds = _second_difference(qs_f, hs)
+    elif qdds is None:
+        qdds = _central(qds, hs)
+    return ts, qs_f, qds, qdds, taus
+
+
+def preprocess(data: JointData, opts: Preprocessing | None = None) -> Prepared:
+    """Checked, segmented, resampled, differentiated (and filtered) samples; see the module docstring."""
+    opts = opts or Preprocessing()
+    opts.check()
+    src = data.source
+    notes = list(data.notes)
+    n = len(data.t)
+    if data.q.shape != (n, 3) or data.tau.shape != (n, 3):
+        raise IdentificationError(f"{src}: positions and torques must be (N, 3) like the time (N = {n})")
+    _check_finite(data)
+    if n < opts.min_samples:
+        raise IdentificationError(f"{src}: too few samples: {n} (need at least {opts.min_samples})")
+    _check_efforts(data)
+    plan = plan_time(data.t, opts, data.where, src, notes)
+    idx = plan.idx
+    pick = (lambda a: a) if idx is None else (lambda a: a[idx])
+    q, tau = pick(data.q), pick(data.tau)
+    qd_in = pick(data.qd) if data.qd is not None else None
+    qdd_in = pick(data.qdd) if data.qdd is not None else None
+    out = {k: [] for k in ("t", "q", "qd", "qdd", "tau")}
+    segments, start = [], 0
+    for seg in plan.segments:
+        a, b = seg.a, seg.b
+        arrs = segment_samples(plan, seg, plan.t[a:b], q[a:b], tau[a:b],
+                               qd_in[a:b] if qd_in is not None else None,
+                               qdd_in[a:b] if qdd_in is not None else None)
+        for key, arr in zip(("t", "q", "qd", "qdd", "tau"), arrs):
+            out[key].append(arr)
+        segments.append((start, start + seg.grid))
+        start += seg.grid
+    cat = {k: np.concatenate(v) for k, v in out.items()}
     return Prepared(t=cat["t"], q=cat["q"], qd=cat["qd"], qdd=cat["qdd"], tau=cat["tau"],
-                    segments=segments, dt=h, source=src, notes=notes,
-                    sos=sos if parallel else None, trim=trim, decimate=opts.decimate)
+                    segments=segments, dt=plan.h, source=src, notes=notes,
+                    sos=plan.sos if plan.parallel else None, trim=plan.trim, decimate=opts.decimate)

@@ -6,6 +6,9 @@ parameters' units, and reduce the m x p problem once to its p x p triangular fac
 QR of [A_n | b] gives R, z = Q^T b and the part of b no parameter explains,
 rss_0 = |b|^2 - |z|^2. Then, with sigma^2 = rss / (m - p):
 
+(``rows``: A and b may be a triangular factor of a larger system, e.g. the QR update of a
+long recording in :mod:`.stream`; ``rows`` is then that system's number of equations m.)
+
 * :func:`ols`   ordinary LS, R pi_n = z; Cov(pi) = sigma^2 (A^T A)^-1.
 * :func:`wls`   weighted LS (Gautier's per-joint weighting): the rows of joint j are divided
   by sigma_j, the RMS of joint j's OLS residual (or given noise levels), then OLS.
@@ -66,12 +69,14 @@ class Estimate:
 class _Reduced:
     """The column-normalised system reduced to its triangular factor (see module docstring)."""
 
-    def __init__(self, A, b):
+    def __init__(self, A, b, rows: int | None = None):
         A = np.asarray(A, dtype=float)
         b = np.asarray(b, dtype=float).reshape(-1)
         m, p = A.shape
         if len(b) != m:
             raise ValueError(f"regressor has {m} rows but the torque vector {len(b)}")
+        if rows is not None:        # A, b: a triangular factor of a system of ``rows`` equations
+            m = int(rows)
         if m <= p:
             raise IdentificationError(f"too few equations: {m} torque values for {p} parameters "
                                       "(need many more samples than parameters)")
@@ -80,8 +85,10 @@ class _Reduced:
         Rb = qr_r(np.column_stack((A / self.scale, b)))
         self.R = Rb[:p, :p]
         self.z = Rb[:p, p]
-        self.rss0 = float(Rb[p, p] ** 2)
+        self.rss0 = float(Rb[p, p] ** 2) if len(Rb) > p else 0.0
         self.m, self.p = m, p
+        if len(Rb) <= p:            # a factor with as many rows as columns explains b entirely
+            self.rss0 = 0.0
         d = np.abs(np.diag(self.R))
         if d.min() <= 1e-12 * d.max():
             raise IdentificationError("the regressor is rank deficient: some parameters are not "
@@ -123,10 +130,11 @@ def _names(names, p):
 # ----------------------------------------------------------------------------- batch estimators
 
 @_timed
-def ols(A, b, names=None) -> Estimate:
+def ols(A, b, names=None, rows: int | None = None) -> Estimate:
     """Ordinary least squares: pi = argmin |A pi - b|^2, Cov = sigma^2 (A^T A)^-1."""
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     import scipy.linalg
-    red = _Reduced(A, b)
+    red = _Reduced(A, b, rows)
     xn = scipy.linalg.solve_triangular(red.R, red.z)
     s2 = red.sigma2(xn)
     return Estimate("ols", _names(names, red.p), xn / red.scale, red.cov(s2),
@@ -167,15 +175,16 @@ def default_bounds(pset, model=None):
 
 
 @_timed
-def bounded(A, b, names=None, lb=None, ub=None) -> Estimate:
+def bounded(A, b, names=None, lb=None, ub=None, rows: int | None = None) -> Estimate:
     """Bounded LS: argmin |A pi - b|^2 subject to lb <= pi <= ub (BVLS on the reduced system).
 
     With the default bounds from :func:`default_bounds` no mass, inertia or friction
     coefficient comes out negative. ``info['active']`` names the parameters on a bound.
     The covariance is the OLS formula at the bounded solution (exact when no bound is active).
     """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.optimize import lsq_linear
-    red = _Reduced(A, b)
+    red = _Reduced(A, b, rows)
     p = red.p
     lb = np.full(p, -np.inf) if lb is None else np.asarray(lb, dtype=float)
     ub = np.full(p, np.inf) if ub is None else np.asarray(ub, dtype=float)
@@ -195,10 +204,10 @@ def bounded(A, b, names=None, lb=None, ub=None) -> Estimate:
 
 
 @_timed
-def tsvd(A, b, names=None, tol: float = 1e-3, rank: int | None = None) -> Estimate:
+def tsvd(A, b, names=None, tol: float = 1e-3, rank: int | None = None, rows: int | None = None) -> Estimate:
     """Truncated-SVD LS: keep the singular values s_k > ``tol`` s_1 (or the ``rank`` largest)
     of the column-normalised regressor; pi_n = V_r S_r^-1 U_r^T z, Cov_n = sigma^2 V_r S_r^-2 V_r^T."""
-    red = _Reduced(A, b)
+    red = _Reduced(A, b, rows)
     U, s, Vt = np.linalg.svd(red.R)
     r = int(np.sum(s > tol * s[0])) if rank is None else int(rank)
     if not 1 <= r <= red.p:
@@ -213,10 +222,10 @@ def tsvd(A, b, names=None, tol: float = 1e-3, rank: int | None = None) -> Estima
 
 
 @_timed
-def dls(A, b, names=None, damping: float = 1e-3, prior=None) -> Estimate:
+def dls(A, b, names=None, damping: float = 1e-3, prior=None, rows: int | None = None) -> Estimate:
     """Damped LS: argmin |A pi - b|^2 + lambda^2 |D (pi - pi_0)|^2, lambda = damping * s_1
     (s_1: the largest singular value of the normalised regressor; D: column norms)."""
-    red = _Reduced(A, b)
+    red = _Reduced(A, b, rows)
     p = red.p
     s1 = np.linalg.norm(red.R, 2)
     lam = float(damping) * s1

@@ -21,6 +21,19 @@ from ``starts`` seeded random feasible starts and checks the winner at 1 kHz
 trajectory in the format of ``delta-dynamics trajectory``
 (``t,x,y,z,xd,yd,zd,xdd,ydd,zdd``, SI).
 
+Excitation files
+----------------
+SLSQP's end point depends on the last bit of every floating-point operation on its way (the
+BLAS kernel numpy uses, its thread count, the CPU's vector unit): the same seed gives another
+trajectory on another machine (condition number 71.5, 49.7, 25.2 or 52.4 for the demo's
+settings with ``OPENBLAS_NUM_THREADS`` or ``OPENBLAS_CORETYPE`` changed). A trajectory that
+others must reproduce is therefore designed once and stored: :func:`save_excitation` writes
+its coefficients (exact: every float as its shortest round-trip decimal) with the design
+settings to a YAML file; :func:`load_excitation` reads one back and checks it against the
+robot (:func:`check_excitation`). The presets' files are ``config/excitation/<robot>.yaml``
+(:func:`preset_excitation`), written by ``tools/design_excitations.py``; the demo of
+``delta-bringup --demo`` and ``delta-identify excite --from`` use them.
+
 Either kind of Delta (:mod:`delta_dynamics.algorithms`): the series moves the arm angles of a
 rotary robot (rad) or the carriages of a linear one (m; ``margin`` is then in m and the
 effort limits are forces).
@@ -28,10 +41,17 @@ effort limits are forces).
 from __future__ import annotations
 
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 
 import numpy as np
+import yaml
 
+from delta_core import safe_yaml
+from delta_core.atomic_file import atomic_write_text
+from delta_core.share import share_file
+from delta_core.text_input import TextInputError, read_text
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, inverse_dynamics,
                                        inverse_kinematics, joint_units, parameter_set,
                                        singularity_measure)
@@ -96,6 +116,47 @@ class FourierTrajectory:
         """{period, q0, a, b} as plain lists (for YAML and printing)."""
         return {"period": self.period, "q0": self.q0.tolist(), "a": self.a.tolist(), "b": self.b.tolist()}
 
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "excitation") -> "FourierTrajectory":
+        """The inverse of :meth:`to_dict` (coefficients taken as they are, not projected),
+        checked: a positive period, 3 finite positions, a and b finite 3 x H (1 <= H <= 50),
+        and the start at rest (sum_k a_ik = 0, sum_k k b_ik = 0 to 1e-9 of the largest
+        coefficient). IdentificationError naming the field otherwise.
+
+        >>> tr = FourierTrajectory.from_dict({"period": 4.0, "q0": [0.1, 0.2, 0.3],
+        ...     "a": [[0.1, -0.1]] * 3, "b": [[0.2, -0.1]] * 3})
+        >>> tr.harmonics, tr.evaluate([0.0])[1].tolist()
+        (2, [[0.0, 0.0, 0.0]])
+        """
+        if not isinstance(d, dict):
+            raise IdentificationError(f"{where}: expected a mapping with period, q0, a, b")
+        for key in ("period", "q0", "a", "b"):
+            if key not in d:
+                raise IdentificationError(f"{where}: missing field '{key}'")
+        try:
+            period = float(d["period"])
+            q0 = np.array(d["q0"], dtype=float)
+            a = np.array(d["a"], dtype=float)
+            b = np.array(d["b"], dtype=float)
+        except (TypeError, ValueError) as e:
+            raise IdentificationError(f"{where}: period, q0, a and b must be numbers ({e})") from None
+        if not (math.isfinite(period) and period > 0):
+            raise IdentificationError(f"{where}: period must be a finite number > 0 s, got {d['period']!r}")
+        if q0.shape != (3,):
+            raise IdentificationError(f"{where}: q0 must hold 3 numbers, got shape {q0.shape}")
+        if a.ndim != 2 or a.shape[0] != 3 or not 1 <= a.shape[1] <= 50 or b.shape != a.shape:
+            raise IdentificationError(f"{where}: a and b must both be 3 rows of 1 to 50 harmonics, got shapes "
+                                      f"{a.shape} and {b.shape}")
+        for name, v in (("q0", q0), ("a", a), ("b", b)):
+            if not np.all(np.isfinite(v)):
+                raise IdentificationError(f"{where}: {name} holds a value that is not finite")
+        k = np.arange(1, a.shape[1] + 1, dtype=float)
+        tol = 1e-9 * max(1.0, float(np.abs(a).max()), float(np.abs(b).max()))
+        if np.abs(a.sum(axis=1)).max() > tol or np.abs(b @ k).max() > tol:
+            raise IdentificationError(f"{where}: the coefficients do not start at rest (sum_k a_ik and "
+                                      f"sum_k k b_ik must be 0)")
+        return cls(period, q0, a, b)
+
 
 @dataclass
 class ExcitationResult:
@@ -107,6 +168,7 @@ class ExcitationResult:
     margins: dict = field(default_factory=dict)
     iterations: int = 0
     initial_condition: float = math.inf     # of the random start the result came from
+    source: str = ""                 # where it came from (a file, or "designed")
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -178,6 +240,7 @@ def design_excitation(model, period: float = 5.0, harmonics: int = 5, *, seed: i
     optimisation; ``starts``: random starts (seeded); ``maxiter``: SLSQP iterations each.
     ``progress(start, starts, best_condition)`` is called after each start.
     """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.optimize import minimize
 
     if not period > 0:
@@ -281,6 +344,93 @@ def design_excitation(model, period: float = 5.0, harmonics: int = 5, *, seed: i
         viol = check_trajectory(model, traj, scale=scale, margin=0.0, min_measure=min_measure)
     cond, g = _evaluate(model, traj, t, pset, scale, margin, min_measure)
     return ExcitationResult(traj, cond, viol, {k: np.ravel(v).tolist() for k, v in g.items()}, iters, init_c)
+
+
+# ----------------------------------------------------------------------------- files
+
+#: largest excitation file read (a few kB in practice)
+MAX_EXCITATION_BYTES = 1 << 20
+
+
+def check_excitation(model, traj: FourierTrajectory, scale: float = 1.0, min_measure: float = 0.0,
+                     params: str = "explicit", grid: int = 200) -> ExcitationResult:
+    """A given trajectory as an :class:`ExcitationResult`: its condition number (column-normalised
+    regressor of ``params`` at ``grid`` samples over one period, as :func:`design_excitation`
+    reports it) and the limits it breaks at 1 kHz (``scale`` of the velocity, acceleration and
+    effort limits, as :func:`check_trajectory`)."""
+    t = np.linspace(0.0, traj.period, grid, endpoint=False)
+    cond, g = _evaluate(model, traj, t, parameter_set(model, params), scale, 0.0, min_measure)
+    viol = check_trajectory(model, traj, scale=scale, min_measure=min_measure)
+    return ExcitationResult(traj, cond, viol, {k: np.ravel(v).tolist() for k, v in g.items()})
+
+
+def save_excitation(path, model, result: ExcitationResult, design: dict | None = None, header: str = ""):
+    """Write ``result``'s trajectory as an excitation file, atomically: the robot's name, the
+    joint unit, the condition number, the design settings (``design``: how to make it again)
+    and the coefficients q0 (3), a, b (3 x H, rad/s or m/s), every float exact (YAML writes the
+    shortest decimal that reads back to the same double). The path."""
+    doc = {"format": "delta_robot excitation 1", "robot": model.robot.name,
+           "unit": joint_units(model)["position"], "condition": float(result.condition),
+           "design": dict(design or {}), **result.trajectory.to_dict()}
+    text = "".join(f"# {line}\n" for line in header.splitlines()) if header else ""
+    text += yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=100)
+    if load_excitation_text(text, str(path)).to_dict() != result.trajectory.to_dict():
+        raise IdentificationError(f"{path}: the coefficients do not read back exactly")   # never written
+    return atomic_write_text(path, text)
+
+
+def _excitation_doc(text: str, where: str) -> dict:
+    """The mapping of an excitation file's ``text`` (IdentificationError naming ``where``)."""
+    try:
+        doc = safe_yaml.load(text)
+    except (yaml.YAMLError, ValueError) as e:
+        raise IdentificationError(f"{where}: not valid YAML: {safe_yaml.one_line(e, text)}") from None
+    if not isinstance(doc, dict) or doc.get("format") != "delta_robot excitation 1":
+        raise IdentificationError(f"{where}: not an excitation file (no 'format: delta_robot excitation 1')")
+    return doc
+
+
+def load_excitation_text(text: str, where: str = "excitation") -> FourierTrajectory:
+    """The trajectory of an excitation file's text (see :func:`save_excitation`)."""
+    return FourierTrajectory.from_dict(_excitation_doc(text, where), where)
+
+
+def load_excitation(path, model=None, scale: float = 1.0, min_measure: float = 0.0):
+    """An excitation file's trajectory; with ``model``, checked against it
+    (:func:`check_excitation`, whose result is returned): the file's robot name and joint
+    unit must match the model's, and the limits the trajectory breaks are in ``violations``.
+    IdentificationError naming the file for anything else."""
+    where = os.fspath(path)
+    try:
+        mode = os.stat(path).st_mode               # never open a FIFO or a device (it may block)
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, device or socket)"
+            raise IdentificationError(f"{where}: {kind}, not an excitation file")
+        text = read_text(path, MAX_EXCITATION_BYTES, "an excitation file")
+    except TextInputError as e:
+        raise IdentificationError(str(e)) from None
+    except OSError as e:
+        raise IdentificationError(f"{where}: cannot read: {e.strerror or e}") from None
+    doc = _excitation_doc(text, where)
+    traj = FourierTrajectory.from_dict(doc, where)
+    if model is None:
+        return traj
+    unit = joint_units(model)["position"]
+    if doc.get("unit") != unit:
+        raise IdentificationError(f"{where}: joint unit {doc.get('unit')!r}, the robot's is {unit!r} "
+                                  f"(an excitation of the other kind of Delta)")
+    if doc.get("robot") not in (None, model.robot.name):
+        raise IdentificationError(f"{where}: designed for robot {doc.get('robot')!r}, not {model.robot.name!r}")
+    return check_excitation(model, traj, scale=scale, min_measure=min_measure)
+
+
+def preset_excitation(robot_name: str):
+    """Path of the shipped excitation file of a robot preset
+    (``config/excitation/<name>.yaml``), or None when there is none."""
+    try:
+        return share_file("config", "excitation", f"{robot_name}.yaml")
+    except FileNotFoundError:
+        return None
 
 
 def write_trajectory_csv(path, model, traj: FourierTrajectory, dt: float = 1e-3, cycles: int = 1):

@@ -32,6 +32,7 @@ ROTARY_UNITS = {"effort": "N m", "effort_column": "tau"}
 
 
 def _figure(rows, cols, size):
+    # matplotlib is optional and heavy: only what draws loads it
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=size, layout="constrained")
@@ -51,15 +52,19 @@ def plot_torques(path, problem, predictions: dict, title: str, units=None):
     fig, ax = _figure(3, 1, (10, 7.5))
     s = _thin(len(problem.t))
     t = problem.t[s]
+    joint = u.get("joint", "joint")
+    what = u.get("effort_name", "torque" if u["effort"] == "N m" else "force")
     for j in range(3):
         a = ax[j, 0]
         a.plot(t, problem.tau[s, j], color="0.2", lw=1.2, label="measured")
         for c, (label, pred) in zip(_COLORS, predictions.items()):
-            a.plot(t, pred[s, j], color=c, lw=0.9, ls="--", label=label)
+            a.plot(t, pred[s, j], color=c, lw=0.9, ls="--", label=f"{label} (model)")
         a.set_ylabel(f"{u['effort_column']}_{j + 1} [{u['effort']}]")
+        a.set_title(f"{joint} {j + 1}: {what} {u['effort_column']}_{j + 1} [{u['effort']}], measured and "
+                    "predicted", fontsize=9)
         a.grid(alpha=0.3)
-    ax[0, 0].legend(loc="upper right", fontsize=8, ncol=min(4, len(predictions) + 1))
-    ax[0, 0].set_title(title)
+    ax[0, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0.0)
+    fig.suptitle(title)
     ax[2, 0].set_xlabel("t [s]")
     fig.savefig(path, dpi=110)
 
@@ -70,15 +75,20 @@ def plot_residuals(path, problem, prediction, title: str, units=None):
     fig, ax = _figure(3, 2, (11, 7.5))
     r = problem.tau - prediction
     s = _thin(len(problem.t))
+    joint = u.get("joint", "joint")
     for j in range(3):
+        name = f"{u['effort_column']}_{j + 1}"
         ax[j, 0].plot(problem.t[s], r[s, j], color="C0", lw=0.7)
         ax[j, 0].set_ylabel(f"error {j + 1} [{u['effort']}]")
+        ax[j, 0].set_title(f"{joint} {j + 1}: measured - predicted {name} [{u['effort']}]", fontsize=9)
         ax[j, 0].grid(alpha=0.3)
         ax[j, 1].hist(r[:, j], bins=60, color="C0", alpha=0.8)
-        ax[j, 1].set_xlabel(f"{u['effort_column']}_{j + 1} error [{u['effort']}] "
+        ax[j, 1].set_title(f"{joint} {j + 1}: histogram of the {name} error", fontsize=9)
+        ax[j, 1].set_ylabel("samples")
+        ax[j, 1].set_xlabel(f"{name} error [{u['effort']}] "
                             f"(RMS {np.sqrt(np.mean(r[:, j] ** 2)):.3g})")
     ax[2, 0].set_xlabel("t [s]")
-    ax[0, 0].set_title(title)
+    fig.suptitle(title)
     fig.savefig(path, dpi=110)
 
 

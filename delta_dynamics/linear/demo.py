@@ -5,7 +5,7 @@ Colombo & Lentini (2020), Sec. 5: the nozzle follows the Lissajous path of eq. (
 centre ``tool_offset`` above) at constant speed (eq. 19) of 10, 50 and 200 mm/s. The paper
 does not give the amplitudes x0, y0: 50 mm each here (inside a Kossel Mini's bed).
 
-* ``lissajous_forces.png`` (Fig. 4): force Q_1 on carriage 1 and the sum of the three forces
+* ``lissajous_forces.png`` (Fig. 4): force f_1 on carriage 1 (the paper's Q_1) and the sum of the three forces
   along the path at the three speeds; at low speed the sum is the suspended weight (eq. 17).
 * ``lissajous_energy.png`` (Fig. 5): the time rate of the total energy d/dt (K + U), by
   numerical differentiation of :func:`~delta_dynamics.linear.dynamics.energy` along the
@@ -47,6 +47,7 @@ def run(robot: str = "colombo2020", out: str = "out") -> dict:
     file), write PNGs and CSVs to ``out``; returns a summary (files written, figures)."""
     import matplotlib            # optional and heavy: only the demo draws
     matplotlib.use("Agg")
+    # matplotlib is optional and heavy: only what draws loads it
     import matplotlib.pyplot as plt
 
     t_start = time.perf_counter()
@@ -66,22 +67,24 @@ def run(robot: str = "colombo2020", out: str = "out") -> dict:
 
     # Fig. 4: Q_1 and sum Q along the path ----------------------------------------------
     colors = {0.01: "tab:blue", 0.05: "tab:orange", 0.2: "tab:red"}
-    fig, ax = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True)
+    fig, ax = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
     for v, (traj, Q, _) in runs.items():
         s = v * traj.t / (v * traj.t[-1])                # fraction of the path travelled
         label = f"v = {v * 1e3:.0f} mm/s"
         ax[0].plot(s, Q[:, 0], color=colors.get(v), lw=1.2, label=label)
         ax[1].plot(s, Q.sum(axis=1), color=colors.get(v), lw=1.2, label=label)
     weight = (m.m_x + sum(m.carriage_mass)) * m.g
-    ax[1].axhline(weight, color="k", ls="--", lw=1, label=f"suspended weight {weight:.2f} N (eq. 17)")
-    ax[0].set_ylabel("$Q_1$ (N)")
-    ax[1].set_ylabel("$Q_1 + Q_2 + Q_3$ (N)")
-    ax[1].set_xlabel("fraction of the Lissajous path (arc length)")
-    ax[0].set_title(f"{name}: carriage forces along the Lissajous path (Colombo & Lentini Fig. 4)\n"
-                    f"nozzle on the bed, x0 = y0 = {AMPLITUDE * 1e3:.0f} mm, lumped rods", fontsize=10)
+    ax[1].axhline(weight, color="k", ls="--", lw=1, label=f"suspended weight\n{weight:.2f} N (eq. 17)")
+    ax[0].set_ylabel("$f_1$ (N)")
+    ax[1].set_ylabel("$f_1 + f_2 + f_3$ (N)")
+    ax[0].set_title("carriage 1: actuator force $f_1$ (N) (CSV column f1; Q_1 in the paper)", fontsize=9)
+    ax[1].set_title("all carriages: sum of the actuator forces $f_1 + f_2 + f_3$ (N)", fontsize=9)
+    ax[1].set_xlabel("fraction of the Lissajous path travelled (arc length)")
+    fig.suptitle(f"{name}: carriage forces along the Lissajous path (Colombo & Lentini Fig. 4); "
+                 f"nozzle on the bed, x0 = y0 = {AMPLITUDE * 1e3:.0f} mm, lumped rods", fontsize=10)
     for a in ax:
         a.grid(alpha=0.3)
-        a.legend(fontsize=8, loc="upper right")
+        a.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     written.append(save_figure(fig, outdir / "lissajous_forces.png", dpi=100))
 
     # Fig. 5: d/dt (K + U) against the input power at 200 mm/s ---------------------------
@@ -91,15 +94,15 @@ def run(robot: str = "colombo2020", out: str = "out") -> dict:
     power = np.einsum("ni,ni->n", Q, qd)
     kin, pot = energy(m, traj.X, traj.Xd)
     rate = np.gradient(kin + pot, traj.t, edge_order=2)
-    fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(traj.t, power, color="tab:blue", lw=2.5, label=r"input power $\sum_i Q_i \dot q_i$")
-    ax.plot(traj.t, rate, color="tab:orange", lw=1, ls="--", label=r"$\frac{d}{dt}(K + U)$ (numerical)")
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.plot(traj.t, power, color="tab:blue", lw=2.5, label="input power\n" + r"$\sum_i f_i \dot q_i$")
+    ax.plot(traj.t, rate, color="tab:orange", lw=1, ls="--", label=r"$\frac{d}{dt}(K + U)$ (numerical;" "\n" "K kinetic, U potential energy)")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("power (W)")
     ax.set_title(f"{name}: energy balance at v = {vmax * 1e3:.0f} mm/s (Colombo & Lentini eq. 20, Fig. 5)",
                  fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9, loc="upper right")
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     written.append(save_figure(fig, outdir / "lissajous_energy.png", dpi=100))
 
     q, qd, qdd = joint_state(m, traj.X, traj.Xd, traj.Xdd)
@@ -123,7 +126,7 @@ def run(robot: str = "colombo2020", out: str = "out") -> dict:
     for v in SPEEDS:
         lo, hi = summary["sum_range"][v]
         a, b = summary["q1_range"][v]
-        print(f"  {v * 1e3:3.0f} mm/s: Q_1 {a:.3f} .. {b:.3f} N, sum Q {lo:.3f} .. {hi:.3f} N "
+        print(f"  {v * 1e3:3.0f} mm/s: f_1 {a:.3f} .. {b:.3f} N, sum f {lo:.3f} .. {hi:.3f} N "
               f"(weight {weight:.3f} N); full-body rods differ by up to {summary['lumping_error'][v]:.4f} N")
     print(f"  energy balance at {vmax * 1e3:.0f} mm/s: |d/dt(K+U) - sum Q q_dot| <= "
           f"{summary['energy_balance_error']:.2e} W (peak power {summary['peak_power']:.3f} W)")

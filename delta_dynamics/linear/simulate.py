@@ -2,9 +2,10 @@
 + F_P - C X_dot - G)] (:mod:`delta_dynamics.linear.dynamics`): one fixed step.
 
 :func:`step` is the kind's step for a real-time loop: ``"semi-implicit"`` (default) is
-symplectic Euler with the friction taken linearly implicit, (M + dt J^T D_f J) dX_dot =
-dt J^T (Q - Q_0), D_f = d Q_fric / d q_dot >= 0, stable at any dt however stiff the smoothed
-Coulomb friction is; ``"rk4"`` is classical Runge-Kutta. The integrators over many steps
+symplectic Euler with the friction taken linearly implicit in the carriage velocity at the
+step's end, (M + dt J^T D_f J) X_dd = J^T (Q - Q_0 - dt D_f q_dd,v), D_f = d Q_fric / d q_dot
+>= 0, q_dd,v the velocity-product part of the carriage acceleration, stable at any dt however
+stiff the smoothed Coulomb friction is; ``"rk4"`` is classical Runge-Kutta. The integrators over many steps
 (fixed and adaptive) serve both kinds: :mod:`delta_dynamics.common.integrate`, called through
 :mod:`delta_dynamics.algorithms`.
 
@@ -39,11 +40,14 @@ def semi_implicit_step(m, X, Xd, tau, dt, F_P):
     Q0, _, _ = carriage_forces(m, ch, n, 0.0, 0.0, 0.0, fp, True, xp)
     xx, yy, zz, xy, xz, yz = mass_matrix_entries(m, ch)
     bx = by = bz = 0.0
-    for i, (_, dx, dy, dz, qd, _) in enumerate(ch):
+    for i, (_, dx, dy, dz, qd, v2) in enumerate(ch):
         jx, jy = dx / dz, dy / dz                              # J_i = (jx, jy, 1)
-        k = tau[i] - Q0[i]
-        bx, by, bz = bx + jx * k, by + jy * k, bz + k
         a = dt * friction_slope(m, i, qd)                     # dt J^T D_f J
+        # friction at the step's end carriage velocity q_dot + dt (J_i X_dd + v2 / dz), its
+        # velocity-product part v2 / dz included (else a carriage at rest sticks while the
+        # others move fast)
+        k = tau[i] - Q0[i] - a * v2 / dz
+        bx, by, bz = bx + jx * k, by + jy * k, bz + k
         xx, yy, zz = xx + a * jx * jx, yy + a * jy * jy, zz + a
         xy, xz, yz = xy + a * jx * jy, xz + a * jx, yz + a * jy
     ax, ay, az = solve_sym3((xx, yy, zz, xy, xz, yz), bx, by, bz)

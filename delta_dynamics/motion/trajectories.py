@@ -205,6 +205,7 @@ def _lissajous_arc_length(dp, speed, dt, ramp, intervals: int = 4096):
     length = float(s_grid[-1])
     # times: the path takes S(t) = speed * int_0^t sigma = length at t_end
     if ramp > 0 and speed * 0.5 * ramp >= length:
+        # scipy is heavy (seconds on a loaded machine): loaded by this path only
         from scipy.optimize import brentq
         t_end = brentq(lambda tt: speed * _ramp(np.array([tt]), ramp)[1][0] - length, 0.0, ramp)
     else:

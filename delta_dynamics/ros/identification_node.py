@@ -10,7 +10,8 @@ robot's own ``/joint_states`` while it runs.
 * Batch: on ``~/refit`` (std_srvs/Trigger) or every ``refit_period`` s (0: on request only),
   the window (the last ``window`` s, or the ``window`` s up to ROS time ``window_end`` when
   it is set: a recorded run, e.g. an excitation trajectory, exactly) is split in time, the first part fitted (``method``, default bounded least
-  squares, :func:`delta_dynamics.identification.pipeline.identify_data`), the last
+  squares, :func:`delta_dynamics.identification.pipeline.identify_data`; ``stribeck``: the
+  Stribeck break-away efforts too), the last
   ``validation_fraction`` used for validation. If the validation fitness (Kim et al. eq. 41)
   of every joint reaches ``fitness_threshold``, the robot file is written atomically to
   ``output`` and pushed to the nodes in ``push_to`` (``node:parameter`` pairs, default
@@ -76,6 +77,7 @@ PARAMETERS = {
     "rls_span": 0.06,                 # s of samples in the local fit behind each RLS update
     "refit_period": 0.0,              # s between automatic batch refits (0: on request only)
     "method": "bounded",              # ols | wls | bounded | tsvd | dls
+    "stribeck": False,                # also fit the Stribeck break-away efforts (static_1..3)
     "validation_fraction": 0.25,      # last part of the window kept for validation
     "fitness_threshold": 0.95,        # validation fitness every joint must reach to apply
     "min_samples": 2000,
@@ -308,7 +310,7 @@ class IdentificationNode(Node):
             val = JointData(data.t[k:], data.q[k:], data.tau[k:], part(data.qd, slice(k, None)),
                             source=data.source, unit=data.unit, first=k)
             t0 = time.perf_counter()
-            res = identify_data(self.model, fit, p["method"], Options(),
+            res = identify_data(self.model, fit, p["method"], Options(stribeck=bool(p["stribeck"])),
                                 Preprocessing(cutoff=p["cutoff"]), validation=val)
             seconds = time.perf_counter() - t0
         except (IdentificationError, UnreachableError, ValueError) as e:

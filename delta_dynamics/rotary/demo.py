@@ -1,4 +1,4 @@
-"""The demo behind ``make run`` (``delta-dynamics demo --out out/``), until the ROS nodes exist.
+"""The model demo behind ``make model-demo`` (``delta-dynamics demo --out out/model/``), no ROS.
 
 1. Asadi & Heydari's evaluation circle (r = 250 mm, one turn in 2 pi s, with a 1 s speed ramp
    from rest) through inverse dynamics: joint torques over time, like their Fig. 4, with and
@@ -87,6 +87,7 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     plots and CSVs to ``out``; returns a summary (files written, figures)."""
     import matplotlib            # optional and heavy: only the demo draws
     matplotlib.use("Agg")
+    # matplotlib is optional and heavy: only what draws loads it
     import matplotlib.pyplot as plt
 
     params = load_robot(robot)
@@ -108,22 +109,23 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
                 write_joint_data(outdir / "circle_torques.csv", circle.t, q_c, qd_c, qdd_c, tau_c)]
 
     colors = ("tab:blue", "tab:orange", "tab:green")
-    fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True, height_ratios=(2, 1))
+    fig, ax = plt.subplots(2, 1, figsize=(9.5, 6), sharex=True, height_ratios=(2, 1))
     for i in range(3):
         ax[0].plot(circle.t, tau_c[:, i], color=colors[i], label=f"$\\tau_{i + 1}$")
         ax[0].plot(circle.t, tau_c0[:, i], color=colors[i], ls="--", lw=1)
         ax[1].plot(circle.t, np.degrees(q_c[:, i]), color=colors[i], label=f"$q_{i + 1}$")
     ax[0].plot([], [], "k--", lw=1, label="without friction")
     ax[0].set_ylabel("joint torque (N m)")
-    ax[0].set_title(f"{name}: circle r = 250 mm at z = {depth * 1000:.0f} mm, one turn in 2$\\pi$ s "
-                    f"after a 1 s ramp")
-    ax[0].legend(ncol=4, fontsize=9, loc="upper right")
-    lo, hi = ax[0].get_ylim()
-    ax[0].set_ylim(lo, hi + 0.25 * (hi - lo))
+    fig.suptitle(f"{name}: circle r = 250 mm at z = {depth * 1000:.0f} mm, one turn in 2$\\pi$ s "
+                 f"after a 1 s ramp", fontsize=11)
+    ax[0].set_title("arm joints 1-3: torque $\\tau_i$ at the arm (N m), with and without joint friction", fontsize=9)
+    out_legend = dict(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    ax[0].legend(**out_legend)
     ax[0].grid(alpha=0.3)
+    ax[1].set_title("arm joints 1-3: angle $q_i$ (deg)", fontsize=9)
     ax[1].set_ylabel("joint angle (deg)")
     ax[1].set_xlabel("time (s)")
-    ax[1].legend(ncol=3, fontsize=9)
+    ax[1].legend(**out_legend)
     ax[1].grid(alpha=0.3)
     written.append(save_figure(fig, outdir / "circle_torques.png", dpi=100))
 
@@ -140,7 +142,7 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     for ff in (False, True):
         runs[ff] = _track(plant, m, pick, tau_p, q_p, qd_p, feedforward=ff)
 
-    fig, ax = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True)
+    fig, ax = plt.subplots(3, 1, figsize=(9.5, 7.5), sharex=True)
     for i in range(3):
         ax[0].plot(pick.t, tau_p[:, i], color=colors[i], lw=2.5 if i == 0 else 1.5,
                    label=f"$\\tau_{{ff,{i + 1}}}$" + (" (= $\\tau_{ff,3}$: path along x)" if i == 0 else ""))
@@ -152,8 +154,11 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     for ff, style in ((False, "--"), (True, "-")):
         ax[2].plot(pick.t, 1e3 * np.linalg.norm(runs[ff][1], axis=1), "k" + style,
                    lw=1 if not ff else 1.5, label="PD + feedforward" if ff else "PD only")
-    ax[0].set_title(f"{name}: pick and place 25/305/25 mm, PD tracking at 1 kHz\n"
-                    f"simulated robot with a {PAYLOAD:g} kg payload the model does not know", fontsize=11)
+    fig.suptitle(f"{name}: pick and place 25/305/25 mm, PD tracking at 1 kHz; "
+                 f"simulated robot with a {PAYLOAD:g} kg payload the model does not know", fontsize=10)
+    ax[0].set_title("arm joints 1-3: feedforward torque $\\tau_{ff,i}$ of the model (N m)", fontsize=9)
+    ax[1].set_title("arm joints 1-3: tracking error $q_i - q_{ref,i}$ (mrad)", fontsize=9)
+    ax[2].set_title("platform: position error $|p - p_{ref}|$ (Euclidean norm, mm)", fontsize=9)
     ax[0].set_ylabel("feedforward\ntorque (N m)")
     ax[1].set_ylabel("joint error\n(mrad)")
     ax[2].set_ylabel("platform error\n(mm)")
@@ -161,20 +166,18 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     ax[2].set_xlabel("time (s)")
     for a in ax:
         a.grid(alpha=0.3)
-        a.legend(fontsize=8, ncol=5, loc="upper right")
-        lo, hi = a.get_ylim()
-        if a.get_yscale() == "linear":
-            a.set_ylim(lo, hi + 0.3 * (hi - lo))
-        else:
-            a.set_ylim(max(lo, 1e-3), hi * 30)
+        a.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        if a.get_yscale() == "log":
+            lo, hi = a.get_ylim()
+            a.set_ylim(max(lo, 1e-3), hi)
     written.append(save_figure(fig, outdir / "pick_place_tracking.png", dpi=90, pil_kwargs={"optimize": True}))
 
     # 3. Workspace, paths and the robot in 3-D ------------------------------------------
     ws = sample_workspace(m, 3000, seed=1, min_measure=0.05)
-    fig = plt.figure(figsize=(7, 7))
+    fig = plt.figure(figsize=(8.5, 7))
     ax3 = fig.add_subplot(projection="3d")
-    ax3.scatter(ws[:, 0], ws[:, 1], ws[:, 2], s=2, c=ws[:, 2], cmap="viridis", alpha=0.35,
-                depthshade=False, label="reachable within the joint limits (sampled)")
+    pts = ax3.scatter(ws[:, 0], ws[:, 1], ws[:, 2], s=2, c=ws[:, 2], cmap="viridis", alpha=0.35,
+                      depthshade=False, label="reachable within the joint limits\n(3000 sampled points)")
     ax3.plot(*circle.X.T, color="tab:red", lw=2.5, label="circle r = 250 mm (Asadi)")
     ax3.plot(*pick.X.T, color="tab:orange", lw=2.5, label="pick and place 25/305/25 mm")
     segs, ring, plat = _robot_frame(m, pick.X[len(pick) // 4])
@@ -191,8 +194,11 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     ax3.set_zlim(ws[:, 2].min(), 0.05)
     ax3.set_box_aspect((1, 1, (0.05 - ws[:, 2].min()) / (2 * lim)))
     ax3.view_init(elev=18, azim=-60)
-    ax3.set_title(f"{name}: workspace, demo paths and the robot")
-    ax3.legend(loc="upper left", fontsize=8)
+    ax3.set_title(f"{name}: workspace, demo paths and the robot (base_link frame)")
+    cb = fig.colorbar(pts, ax=ax3, shrink=0.55, pad=0.08)
+    cb.solids.set_alpha(1.0)
+    cb.set_label("height z of the sampled platform position (m)")
+    ax3.legend(loc="upper left", fontsize=8, bbox_to_anchor=(0.0, 0.0), ncol=3)
     written.append(save_figure(fig, outdir / "workspace_3d.png", dpi=90))
 
     # summary ---------------------------------------------------------------------------

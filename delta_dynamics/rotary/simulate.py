@@ -4,10 +4,15 @@
     d/dt [X, X_dot] = [X_dot, M^-1 (J^T (tau - tau_fric) + F_P - C X_dot - G)]
 
 :func:`step` is the kind's step for a real-time loop (1 kHz): ``"semi-implicit"`` (default)
-is symplectic Euler whose friction is taken linearly implicit,
-(M + dt J^T D_f J) dX_dot = dt J^T (tau - tau_0), with D_f = d tau_fric / d q_dot >= 0. The
-smooth Coulomb sign makes friction very stiff near zero speed (slope c_c / eps); the
-implicit treatment keeps the step stable there at any dt. ``"rk4"`` is classical Runge-Kutta
+is symplectic Euler whose friction is taken linearly implicit in the joint velocity at the
+step's end, q_dot + dt q_dd with q_dd = J X_dd + q_dd,v:
+(M + dt J^T D_f J) X_dd = J^T (tau - tau_0 - dt D_f q_dd,v), with D_f = d tau_fric / d q_dot
+>= 0 and q_dd,v the velocity-product part of the joint acceleration (eq. 11). The smooth
+Coulomb sign makes friction very stiff near zero speed (slope c_c / eps); the implicit
+treatment keeps the step stable there at any dt. Without the q_dd,v term a joint passing
+through rest while the others move fast stuck there for a tenth of a second at 1 kHz,
+holding ten times its break-away torque (its velocity-product drift balanced by the stiff
+linearised friction). ``"rk4"`` is classical Runge-Kutta
 (for friction-free or smooth cases where accuracy per step matters). The integrators over
 many steps (fixed and adaptive) serve both kinds: :mod:`delta_dynamics.common.integrate`,
 called through :mod:`delta_dynamics.algorithms`.
@@ -45,9 +50,12 @@ def semi_implicit_step(m, X, Xd, tau, dt, F_P):
     bx = by = bz = 0.0
     for i, c in enumerate(ch):
         d, ux, uy, uz = c[3], c[4], c[5], c[6]
-        k = (tau[i] - tau0[i]) / d                     # J^T (tau - tau_0), J_i = U_i / d_i
+        s = dt * friction_slope(m, i, c[10])
+        # J^T (tau - tau_0 - dt D_f qdd_v), J_i = U_i / d_i: the friction at the step's end
+        # joint velocity q_dot + dt (J_i X_dd + qdd_v), its velocity-product part included
+        k = (tau[i] - tau0[i] - s * c[11]) / d
         bx, by, bz = bx + ux * k, by + uy * k, bz + uz * k
-        a = dt * friction_slope(m, i, c[10]) / (d * d)   # dt J^T D_f J
+        a = s / (d * d)                                # dt J^T D_f J
         xx, yy, zz = xx + a * ux * ux, yy + a * uy * uy, zz + a * uz * uz
         xy, xz, yz = xy + a * ux * uy, xz + a * ux * uz, yz + a * uy * uz
     ax, ay, az = solve_sym3((xx, yy, zz, xy, xz, yz), bx, by, bz)

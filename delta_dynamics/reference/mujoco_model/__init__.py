@@ -14,6 +14,7 @@ INSTALL_HINT = "the MuJoCo models need the 'mujoco' package: pip install 'delta_
 def require_mujoco():
     """The ``mujoco`` module, or ImportError saying what to install."""
     try:
+        # mujoco is optional: only its models load it
         import mujoco
     except ImportError as e:                    # pragma: no cover - depends on the environment
         raise ImportError(f"{INSTALL_HINT} ({e})") from e

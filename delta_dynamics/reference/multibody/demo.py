@@ -63,6 +63,7 @@ def run(robot: str = "d3s800", out: str = "out", quick: bool = False) -> dict:
     (for tests). Returns the summary figures."""
     import matplotlib            # optional and heavy: only the demo draws
     matplotlib.use("Agg")
+    # matplotlib is optional and heavy: only what draws loads it
     import matplotlib.pyplot as plt
 
     t_start = time.perf_counter()

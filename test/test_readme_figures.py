@@ -1,0 +1,83 @@
+"""The README's demo figures against fresh runs: ``delta-bringup --demo`` per variant the README
+quotes (``tools/readme_figures.py`` wrote them), each figure within 1 %; and what every
+demo run must show (a meaningful, undisturbed run, a better identified model, its plots).
+
+One test per variant (the rotary demo on each plant, the linear demo); each is one whole demo
+in simulated time (40-60 s on an idle 2-core machine, a few minutes on a loaded one). The
+rotary demo on the default plant and the linear demo run in ``make test``; the two other
+plants (marker ``demo_plants``) in ``make readme-check``.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from delta_core.robot_file import load_robot
+from delta_dynamics.kinds import model_for
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import readme_figures  # noqa: E402  (tools/readme_figures.py)
+
+pytestmark = [pytest.mark.ros, pytest.mark.demo]
+README = readme_figures.parse((ROOT / "README.md").read_text())
+TOLERANCE = 0.01
+
+
+def test_the_readme_quotes_every_demo_variant():
+    assert set(README) == set(readme_figures.VARIANTS), README
+    for variant, figs in README.items():
+        assert set(figs) == {*readme_figures.PHASES, "vs_pd"}, (variant, figs)
+
+
+def test_a_changed_figure_is_found_in_the_readme_text():
+    """The parser reads what the generator writes (a test that cannot silently pass on an
+    empty parse)."""
+    f = {v: {p: (10.0 * (k + 1), 1.0) for k, p in enumerate(readme_figures.PHASES)} | {
+        "vs_pd": 0.1, "vs_nominal": 2.0 / 3.0, "wall_s": 1.0} for v in readme_figures.VARIANTS}
+    f["linear"]["PD only"] = (16.91, 10.0)
+    text = (ROOT / "README.md").read_text()
+    parsed = readme_figures.parse(readme_figures.rewrite(text, readme_figures.blocks(f, "load 0")))
+    assert parsed["linear"]["PD only"] == 16.91
+    assert parsed["mujoco"]["identified feedforward"] == 30.0 and parsed["explicit"]["vs_pd"] == 0.1
+
+
+#: the plant variants cost two more whole demos (about 3 min of CPU): not in `make test`,
+#: run by `make readme-check` (every variant) and before publishing figures
+PLANT_VARIANTS = ("multibody", "mujoco")
+
+
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.demo_plants) if v in PLANT_VARIANTS else v
+                                     for v in readme_figures.VARIANTS])
+def test_a_fresh_demo_run_prints_the_readme_figures(variant, tmp_path):
+    if variant == "mujoco":
+        pytest.importorskip("mujoco")
+    res = readme_figures.run_demo(variant, tmp_path, int(os.environ["ROS_DOMAIN_ID"]))
+    got = readme_figures.figures(res, variant == "linear")
+    quoted = README[variant]
+    for key, want in quoted.items():
+        have = got[key][0] if key in readme_figures.PHASES else got[key]
+        assert abs(have - want) <= TOLERANCE * abs(want), (
+            f"README ({variant}): {key} {want}, a fresh run {have:.5g} (more than 1 % apart): "
+            f"rerun tools/readme_figures.py")
+    # what every demo run must show
+    assert res["meaningful"] and not res["disturbances"], res
+    pd, nominal, ident = (res[p]["rms_rad"] for p in readme_figures.PHASES)
+    assert ident < pd / 10 and ident < nominal / 3, res
+    robot = load_robot(tmp_path / "identified.yaml")
+    assert robot.metadata["identified"]["method"] == "bounded"
+    assert min(robot.metadata["identified"]["fitness"]["validation"]) >= 0.95
+    # the identified mass moving with the platform is closer to the truth than the robot file's
+    true_robot = load_robot(tmp_path / "true_robot.yaml")
+    truth = model_for(true_robot).params.as_vector()[0]
+    nominal_mx = model_for(true_robot.name.removesuffix("_true")).params.as_vector()[0]
+    assert abs(model_for(robot).params.as_vector()[0] - truth) < abs(nominal_mx - truth)
+    for png in ("demo_tracking.png", "demo_parameters.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
+    assert json.loads((tmp_path / "demo_results.json").read_text())["clock"] == "sim"
+    assert np.isfinite(got["vs_nominal"])
+    assert "Traceback" not in res["log"] and "identified feedforward cuts the RMS tracking error" in res["log"]
+    assert "excitation trajectory from config/excitation/" in res["log"]       # the stored one
