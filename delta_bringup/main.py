@@ -138,14 +138,15 @@ def missing_ros() -> str | None:
 def check_params_file(path) -> str | None:
     """Why a ROS 2 parameter file is unusable (rcl would fail with a traceback), or None."""
     import yaml
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except FileNotFoundError:
-        return f"--params-file {path}: no such file"
+
+    from delta_core.text_input import TextInputError, read_text
+    try:       # a FIFO, a device, a directory, a symlink loop: refused by name, no open blocks
+        data = yaml.safe_load(read_text(path, 16 << 20, "a ROS 2 parameter file"))
+    except TextInputError as e:
+        return f"--params-file {e}"
     except OSError as e:
         return f"--params-file {path}: {e.strerror or e}"
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
+    except yaml.YAMLError as e:
         return f"--params-file {path}: not valid YAML: {e}".replace("\n", " ")
     if not isinstance(data, dict) or not all(
             isinstance(v, dict) and isinstance(v.get("ros__parameters"), dict) for v in data.values()):
@@ -281,6 +282,12 @@ def main(argv=None) -> int:
             return 2
     extra = []
     if args.demo:
+        from delta_core.paths import PathError, check_output_dir
+        try:
+            check_output_dir(args.out, "the demo's results")
+        except PathError as e:
+            print(f"delta-bringup: error: --out {e}", file=sys.stderr)
+            return 2
         from delta_bringup.demo import prepare
         try:
             extra = prepare(args)

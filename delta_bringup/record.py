@@ -14,7 +14,8 @@ player uses its defaults).
 
 Stopping: SIGINT (Ctrl-C), SIGTERM or ``--duration`` set a flag; the recorder then stops
 taking new samples only after it has drained what DDS already holds for it (until nothing
-arrived for 0.2 s), writes the bag's index and metadata and exits 0. Messages are taken
+arrived for 0.2 s; at most one queue depth more per topic and at most 2 s, since a running
+stack never goes quiet), writes the bag's index and metadata and exits 0. Messages are taken
 with a reliable, volatile subscription of depth 10 000 (10 s of 1 kHz joint states), so a
 slow disk or a busy host delays writing without losing messages.
 
@@ -36,6 +37,8 @@ DEPTH = 10_000
 DISCOVERY_S = 10.0
 #: After a stop, keep taking messages until none arrived for this long (s).
 DRAIN_QUIET_S = 0.2
+#: ... but for at most this long: a stack that keeps publishing is never quiet (s).
+DRAIN_MAX_S = 2.0
 
 
 class RecordError(RuntimeError):
@@ -177,9 +180,11 @@ class Recorder:
             if progress is not None and time.monotonic() - last_report > 0.5:
                 last_report = time.monotonic()
                 progress(self.count)
-        quiet_since = time.monotonic()
-        seen = self.count
-        while time.monotonic() - quiet_since < DRAIN_QUIET_S:
+        quiet_since = stopped = time.monotonic()
+        seen = at_stop = self.count
+        most = DEPTH * max(len(self.records), 1)        # more than the queues held at the stop
+        while (time.monotonic() - quiet_since < DRAIN_QUIET_S and time.monotonic() - stopped < DRAIN_MAX_S
+               and self.count - at_stop < most):
             self.executor.spin_once(timeout_sec=0.02)
             if self.count != seen:
                 seen = self.count

@@ -20,11 +20,12 @@ Example::
 """
 from __future__ import annotations
 
-import errno
 import os
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
+
+from delta_core.paths import check_output_file
 
 
 def _umask() -> int:
@@ -47,10 +48,13 @@ def atomic_write_chunks(path: str | os.PathLike, chunks: Iterable[str], binary: 
     :class:`~delta_core.termination.Terminated`) the temporary file is removed and the
     exception re-raised. ``binary``: the chunks are bytes. The file keeps the mode of the file it replaces, or gets 0666 less
     the umask (as ``open`` would), not the private 0600 of a temporary file.
+
+    The target is checked first (:func:`delta_core.paths.check_output_file`): a directory, a
+    FIFO, a device, a socket or a read-only file is refused with a
+    :class:`~delta_core.paths.PathError` naming it (a rename would replace ``/dev/null`` or a
+    read-only file), before anything is read from ``chunks``.
     """
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+    path = check_output_file(path, "the output")     # a directory, FIFO, device, read-only file: refused
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777

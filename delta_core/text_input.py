@@ -7,7 +7,9 @@ not with a MemoryError, a hang or a UnicodeDecodeError traceback.
   limit on the length of one line.
 
 Both decode strict UTF-8 (a leading byte-order mark is dropped) and name the first byte
-that is not UTF-8 by its offset, line and column.
+that is not UTF-8 by its offset, line and column. Both open the file through
+:func:`delta_core.paths.open_regular`: a FIFO, a device, a socket, a directory or a symlink
+loop is refused by name (a :class:`TextInputError`) and no open blocks.
 
 Example::
 
@@ -24,9 +26,12 @@ Example::
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from itertools import repeat
+
+from delta_core.paths import PathError, open_regular
 
 BOM = b"\xef\xbb\xbf"
 #: Bytes read at a time by :func:`iter_line_blocks`.
@@ -65,12 +70,25 @@ def decode_utf8(data: bytes, name: str, offset: int = 0, first_line: int = 1) ->
                              f"(line {line}, column {col})", name, line) from None
 
 
+def _open(path, what: str):
+    """:func:`delta_core.paths.open_regular`; a file of the wrong kind (FIFO, device, directory,
+    symlink loop) as a :class:`TextInputError`, a missing or unreadable one as the OSError it
+    is (:class:`~delta_core.paths.PathError`, one line naming the path)."""
+    try:
+        return open_regular(path, what)
+    except PathError as e:
+        if isinstance(e, FileNotFoundError) or e.errno == errno.EACCES:
+            raise
+        raise TextInputError(str(e), e.path) from None
+
+
 def read_text(path: str | os.PathLike, max_bytes: int, what: str = "a file") -> str:
-    """The whole text of a file of at most ``max_bytes`` bytes (``what`` names the kind of
-    file in the error). Reads at most ``max_bytes + 1`` bytes, so ``/dev/zero`` or a huge file
-    fail fast. OSError if the file cannot be opened."""
+    """The whole text of a regular file of at most ``max_bytes`` bytes (``what`` names the kind
+    of file in the error). Reads at most ``max_bytes + 1`` bytes, so a huge file fails fast;
+    anything but a regular file is refused before it is read (:func:`_open`). OSError if the
+    file cannot be read."""
     name = os.fspath(path)
-    with open(path, "rb") as f:
+    with _open(path, what) as f:
         st = os.fstat(f.fileno())
         if stat.S_ISREG(st.st_mode) and st.st_size > max_bytes:
             raise TextInputError(f"{name}: {st.st_size} bytes, more than the {_size_text(max_bytes)} "
@@ -84,16 +102,17 @@ def read_text(path: str | os.PathLike, max_bytes: int, what: str = "a file") -> 
 
 
 def iter_line_blocks(path: str | os.PathLike, max_line: int = MAX_LINE_BYTES,
-                     block: int = BLOCK_BYTES):
+                     block: int = BLOCK_BYTES, what: str = "a data file"):
     """Yield ``(first_line_number, lines)`` for consecutive blocks of whole lines of a text
     file (``lines``: a list of str without line ends; ``\\r\\n`` and ``\\n`` both end a line).
 
-    Memory: about one block (``block`` bytes plus one line). A line longer than ``max_line``
-    (a binary file, ``/dev/zero``, a file without line breaks) raises
+    Memory: about one block (``block`` bytes plus one line). Anything but a regular file
+    (``what`` names the file wanted) raises :class:`TextInputError` before it is read; a line
+    longer than ``max_line`` (a binary file, a file without line breaks) raises
     :class:`TextInputError`; so does a byte that is not UTF-8.
     """
     name = os.fspath(path)
-    with open(path, "rb") as f:
+    with _open(path, what) as f:
         carry = b""
         offset = 0          # file offset of carry[0]
         line = 1            # line number of carry's first line

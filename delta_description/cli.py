@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from delta_core.atomic_file import atomic_write_text
+from delta_core.paths import output_dir_arg, output_file_arg
 from delta_core.robot_file import load_robot
 from delta_core.ros.names import check_prefix
 from delta_core.termination import run_terminable
@@ -117,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("urdf", help="print the URDF (via xacro)")
     robot_opts(s)
-    s.add_argument("-o", "--output", help="write to this file instead of stdout")
+    s.add_argument("-o", "--output", type=output_file_arg, help="write to this file instead of stdout")
     s.set_defaults(func=cmd_urdf)
 
     s = sub.add_parser("check", help="validate the URDF against the robot file")
@@ -134,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("moveit", help="write the MoveIt 2 configuration (SRDF, joint_limits, kinematics, "
                                       "moveit_controllers) for the robot file")
     robot_opts(s, urdf_opts=False)
-    s.add_argument("--out", required=True, help="folder to write into (created if missing)")
+    s.add_argument("--out", required=True, type=output_dir_arg, help="folder to write into (created if missing)")
     s.add_argument("--prefix", default="", help="joint and frame name prefix (e.g. r1_), as the launch's prefix:=")
     s.set_defaults(func=cmd_moveit)
 

@@ -24,6 +24,7 @@ import sys
 import numpy as np
 
 from delta_core.atomic_file import atomic_write_bytes
+from delta_core.paths import output_file_arg
 from delta_core.robot_file import load_robot
 from delta_description.errors import guarded
 from delta_description.passive_joints import full_joint_state
@@ -204,7 +205,7 @@ def _pose(text: str):
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``render`` options (``--robot``, ``--out``, ``--pose``) to ``p``."""
     p.add_argument("--robot", default="nt_robot", help="preset name or robot file (default nt_robot)")
-    p.add_argument("--out", default="docs/images/robot.png", help="PNG to write")
+    p.add_argument("--out", default="docs/images/robot.png", type=output_file_arg, help="PNG to write")
     p.add_argument("--pose", type=_pose, action="append",
                    help="joint positions q1,q2,q3: arm angles in rad, carriage positions in m for a linear "
                         "Delta (repeat for several panels; default: three poses)")

@@ -12,7 +12,8 @@ kind's implementation up in a table cached on the model class (:class:`KindTable
 first use by the :class:`ops` descriptor): callers never branch on the kind and never import a
 kind's module. ``docs/architecture.md`` draws it and gives the recipe for a new kind.
 
-:func:`model_for` is the one builder that reads a robot file's ``type``; :func:`joint_units`
+:func:`model_for` is the one builder that reads a robot file's ``type``
+(:func:`same_kind_model`: only a file of the kind of the robot driven); :func:`joint_units`
 gives the units and CSV column names of a model's joints.
 
 >>> m = model_for("colombo2020")
@@ -27,7 +28,7 @@ import importlib
 from dataclasses import dataclass, field
 
 from delta_core.plugins import Registry
-from delta_core.robot_file import load_robot
+from delta_core.robot_file import RobotFileError, load_robot
 
 #: The functions every kind implements, by module (``<package>.<module>``). Same names, same
 #: signatures, same array conventions (one sample (3,), N samples (N, 3)).
@@ -151,6 +152,31 @@ def model_for(robot, friction: bool = True):
     params = load_robot(robot)
     m = table(params.type).model_class(params)
     return m if friction else m.without_friction()
+
+
+def same_kind_model(robot, like, what: str = "robot", friction: bool = True):
+    """The model of ``robot`` (as :func:`model_for`) if it is of the same kind as ``like`` (a
+    model or loaded robot parameters: the robot being driven); else :class:`RobotFileError`
+    naming ``what`` (the parameter or option), the file and both kinds. A feedforward model
+    of a linear Delta on a rotary one computes forces in N for carriages that are not there.
+
+    >>> same_kind_model("d3s800", model_for("nt_robot")).robot.name
+    'd3s800'
+    >>> try:
+    ...     same_kind_model("colombo2020", model_for("nt_robot"), "feedforward_robot")
+    ... except RobotFileError as e:
+    ...     print(str(e).split(".yaml) ")[1])
+    is a linear Delta, but the robot driven (nt_robot) is a rotary one: a robot file of the other kind is refused
+    """
+    params = load_robot(robot)
+    want = kind_of(like)
+    if params.type != want:
+        ref = getattr(like, "robot", like)
+        source = params.source or str(robot)
+        raise RobotFileError(
+            f"{what}: {params.name} ({source}) is a {params.type} Delta, but the robot driven "
+            f"({getattr(ref, 'name', '?')}) is a {want} one: a robot file of the other kind is refused")
+    return model_for(params, friction)
 
 
 def joint_units(model) -> dict:

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from delta_core.atomic_file import atomic_write_chunks
+from delta_core.paths import open_regular
 from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
 from delta_dynamics.limits import MAX_SAMPLES
 from delta_dynamics.common.trajectory import Trajectory
@@ -106,7 +107,7 @@ def read_csv(path: str | os.PathLike, required, optional=(), min_rows: int = 1,
     name = os.fspath(path)
     state = _CsvState(name, tuple(required), tuple(optional))
     try:
-        for first, block in iter_line_blocks(path):
+        for first, block in iter_line_blocks(path, what="a CSV file"):
             state.add_block(first, block, max_rows)
     except TextInputError as e:
         raise CsvError(str(e), name, e.line) from None
@@ -338,7 +339,7 @@ def _effort_header(path) -> str:
     """``tau`` or ``f``: the effort columns a joint-data file's header names (``tau`` if neither,
     or if the header cannot be read: :func:`read_csv` then says why)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, "a CSV file") as f:      # a FIFO or a device: no blocking open
             for _ in range(100_000):
                 raw = f.readline(65536)
                 if not raw:

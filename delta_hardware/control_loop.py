@@ -182,6 +182,7 @@ class ControlLoop:
         self.ff_silent = False                # the topic feedforward stopped coming
         self._ff_fresh_at = None
         self._preview_time = None             # the time of the setpoint previewed last cycle
+        self._held = False                    # the last cycle's exchange was held back (drives.cycle)
         self.notices: list[str] = []          # events raised outside a cycle (activate, reset)
 
     # ------------------------------------------------------------------ commands (any thread)
@@ -195,6 +196,7 @@ class ControlLoop:
             self._estop = ""
             self._last_time = None
             self._was_controlling = False
+            self._held = False
             self._start_recovery(np.array(fb.position))
 
     # ------------------------------------------------------------------ outside the limits
@@ -349,12 +351,16 @@ class ControlLoop:
         fresh feedback, computes and writes the targets for the next interval."""
         events = []
         if self._last_time is None:
-            dt = self.period
+            dt, moved = self.period, 0.0
         else:
             dt = now - self._last_time if elapsed is None else elapsed
+            moved = now - self._last_time                  # how far the plans' time base went on
             self.stats.add_period(dt)
         self._last_time = now
-        self.drives.cycle(min(max(dt, 0.0), self.cfg.max_stall))
+        step = min(max(dt, 0.0), self.cfg.max_stall)
+        advanced = self.drives.cycle(step)
+        # the drives did not advance (a CANopen SYNC held back): neither does the trajectory
+        held = advanced is not None and advanced <= 0.0 < step and self._was_controlling
         fb = self.drives.read()
         q, qd = np.array(fb.position), np.array(fb.velocity)
         if fb.state is DriveState.FAULT and not self._estop:
@@ -383,7 +389,13 @@ class ControlLoop:
         if self._was_controlling and dt > 10 * self.period:
             self.late.add(now, dt)
         with self._lock:
-            sp, extra = self._setpoint(now, q, events)
+            if (held or self._held) and self._plan is not None:
+                self._plan.delay(moved - (advanced or 0.0))     # the plan's time runs with the drives'
+            self._held = held
+            if held and self._last_sp is not None:
+                sp, extra = self._last_sp, (self._stream[2] if self._stream is not None else np.zeros(3))
+            else:
+                sp, extra = self._setpoint(now, q, events)
             preview = self._plan.sample(now + self.period) if self._plan is not None else sp
             self._last_sp = sp
         ff = self._feedforward(now, sp, events) + extra

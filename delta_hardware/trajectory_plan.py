@@ -93,6 +93,11 @@ class JointPlan:
     def done(self, t: float) -> bool:
         return t >= self.end_time
 
+    def delay(self, dt: float) -> None:
+        """Shift the whole plan ``dt`` s later (the drives stood still for ``dt``: the plan waits)."""
+        self.start_time += dt
+        self.end_time += dt
+
 
 # ----------------------------------------------------------------------------- construction
 

@@ -77,9 +77,11 @@ def robot_from_params(params_file):
     """The ``robot`` parameter of the params file (hardware, state, dynamics section), or None."""
     if not params_file:
         return None
-    try:
-        with open(params_file, encoding='utf-8') as f:
-            data = yaml.safe_load(f) or {}
+    from delta_core.text_input import TextInputError, read_text
+    try:       # a FIFO, a device, a directory: refused by name, no open blocks (delta_core.paths)
+        data = yaml.safe_load(read_text(params_file, 16 << 20, 'a ROS 2 parameter file')) or {}
+    except TextInputError as e:
+        raise RuntimeError(f"params_file {e}") from None
     except OSError as e:
         raise RuntimeError(f"params_file {params_file}: cannot read: {e.strerror or e}") from None
     except yaml.YAMLError as e:
@@ -129,8 +131,8 @@ def params_file_value(context, node, name, default):
     params_file = LaunchConfiguration('params_file').perform(context)
     if not params_file or not os.path.isfile(params_file):
         return default
-    with open(params_file, encoding='utf-8') as f:
-        data = yaml.safe_load(f) or {}
+    from delta_core.text_input import read_text
+    data = yaml.safe_load(read_text(params_file, 16 << 20, 'a ROS 2 parameter file')) or {}
     for key in node_sections(node):
         section = data.get(key) if isinstance(data, dict) else None
         if isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict):

@@ -333,6 +333,6 @@ def test_the_simulated_robot_is_built_from_one_read(reads, name, plant):
     from delta_hardware.drives import make_drives
     robot = robot_file.load_robot(name)
     model = model_for(robot)
-    make_drives("sim", robot, plant=plant).close()
+    make_drives("sim", robot, {"plant": plant}).close()
     assert list(reads.values()) == [1], dict(reads)
     assert np.isfinite(model.m_x)

@@ -56,7 +56,7 @@ def test_the_composed_stack_moves_the_robot_and_shuts_down_cleanly(tmp_path):
         assert list(got["ff"][-1].name) == ARMS and np.isfinite(got["ff"][-1].effort).all()
         # a Cartesian trajectory
         goal = [0.04, 0.05, -0.72]
-        m = MultiDOFJointTrajectory()
+        m = MultiDOFJointTrajectory(joint_names=["platform"])
         m.points = [MultiDOFJointTrajectoryPoint(transforms=[Transform(translation=Vector3(x=goal[0], y=goal[1], z=goal[2]))],
                                                  time_from_start=Duration(sec=1))]
         n_events = len(got["events"])
@@ -82,7 +82,7 @@ def test_the_composed_stack_moves_the_robot_and_shuts_down_cleanly(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--params-file", "/no/such.yaml"], "--params-file /no/such.yaml: no such file"),
+    (["--params-file", "/no/such.yaml"], "--params-file /no/such.yaml: ROS 2 parameter file not found"),
     (["--cycles", "0"], "--cycles must be from 1 to 100"),
     (["--robot", "no_such_robot"], "no such preset"),
 ])

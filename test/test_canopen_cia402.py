@@ -7,8 +7,8 @@ import time
 import pytest
 
 from canopen_helpers import bare_axes, sim_on, unique_channel
-from delta_hardware.canopen import cia402
-from delta_hardware.canopen.cia402 import Command, State
+from delta_hardware import cia402
+from delta_hardware.cia402 import Command, State
 from delta_hardware.drives import DriveError
 
 

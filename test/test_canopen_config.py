@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from delta_core.robot_file import load_robot
-from delta_hardware.canopen import cia402
+from delta_hardware import cia402
 from delta_hardware.canopen import object_dictionary as odict
-from delta_hardware.canopen.cia402 import Command, State
+from delta_hardware.cia402 import Command, State
 from delta_hardware.canopen.config import (DrivesConfigError, interpolation_period_encoding,
                                            load_drives_config, velocity_unit_factor)
 from delta_hardware.drives import DriveState, Mode

@@ -10,8 +10,9 @@ import pytest
 
 from canopen_helpers import ROOT, SimProcess, bare_axes, sim_on, unique_channel, wait_until
 from delta_core.robot_file import load_robot
-from delta_hardware.canopen import cia402, sim_cli
-from delta_hardware.canopen.cia402 import State
+from delta_hardware import cia402
+from delta_hardware.canopen import sim_cli
+from delta_hardware.cia402 import State
 from delta_hardware.canopen.config import load_drives_config
 
 ROBOT = load_robot("nt_robot")

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from canopen_helpers import bare_axes, sim_on, unique_channel, wait_until
-from delta_hardware.canopen import cia402
-from delta_hardware.canopen.cia402 import State
+from delta_hardware import cia402
+from delta_hardware.cia402 import State
 from delta_hardware.canopen.monitor import Monitor
 
 RATE = 500.0
@@ -95,10 +95,9 @@ def test_a_silent_drive_is_lost_after_max_stall_in_cycles():
         mon.count_silence(set())                             # it answered: count again from 0
         assert axes[1].silent_cycles == 0 and not faults
         for k in range(mon.silence_limit):
-            assert mon.responsive(axes[1]) is (k < 2)
+            assert mon.responsive(axes[1]) is (k <= mon.tolerance)      # lost frames tolerated (timing.tpdo_misses)
             mon.count_silence({1})
         assert axes[1].lost and faults[1] == "no TPDO for 50 cycles in a row (0.10 s; max_stall 100 ms), node 2"
-        assert not mon.resumed(axes[1])
-        assert wait_until(lambda: mon.resumed(axes[1]), timeout=1.0)        # its next heartbeat
+        assert not mon.responsive(axes[1])                                  # no SDO wait for it
         mon.clear(axes[1])
         assert not axes[1].lost and 1 not in faults

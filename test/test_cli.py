@@ -226,7 +226,7 @@ def test_trajectory_check_against_a_robot(tmp_path):
     (["fk", 2.0, 0, 0], ["joint 1 angle 2.0000 rad is outside its limits"]),
     (["fk", -0.6, -0.6, -0.6, "--no-limits"], []),              # allowed without the check
     (["ik", 0, 0, -0.8, "--robot", "no_such_robot"], ["no such preset"]),
-    (["inverse", "--trajectory", "missing.csv", "--out", "x.csv"], ["missing.csv: No such file"]),
+    (["inverse", "--trajectory", "missing.csv", "--out", "x.csv"], ["missing.csv: CSV file not found"]),
     (["trajectory", "circle", "--out", "c.csv", "--radius", 0], []),   # argparse: exit 2
     (["trajectory", "pick-place", "--out", "p.csv", "--start", 0, 0], []),
     (["forward", "--torques", "t.csv", "--out", "o.csv", "--method", "euler"], []),

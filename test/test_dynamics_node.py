@@ -151,6 +151,25 @@ def test_invalid_robot_parameter_is_rejected_with_a_reason(node, tmp_path):
     np.testing.assert_allclose(h.ask().effort, expected_tau("nt_robot"), rtol=0, atol=1e-9)
 
 
+def test_a_robot_file_of_the_other_kind_or_a_special_file_is_refused(node, tmp_path):
+    """A linear Delta's file for a rotary robot's feedforward (it was taken: the linear model
+    then computed forces for carriages that are not there); a FIFO (the executor blocked in
+    open forever) and a symlink loop (it said 'not found'): refused by name, the answer comes,
+    the old model stays."""
+    import os
+    proc, h = node
+    os.mkfifo(tmp_path / "fifo.yaml")
+    os.symlink("loop.yaml", tmp_path / "loop.yaml")
+    for value, reason in [
+            ("colombo2020", "is a linear Delta, but the robot driven (nt_robot) is a rotary one"),
+            (str(tmp_path / "fifo.yaml"), "fifo.yaml: a FIFO (named pipe), not a robot file"),
+            (str(tmp_path / "loop.yaml"), "loop.yaml: a symlink loop"),
+            (str(tmp_path), "a directory, not a robot file")]:
+        result = h.client.set_parameter("delta_dynamics", "robot", value)
+        assert not result.successful and reason in result.reason, (value, result.reason)
+    np.testing.assert_allclose(h.ask().effort, expected_tau("nt_robot"), rtol=0, atol=1e-9)
+
+
 def test_reload_rereads_the_robot_file(node, tmp_path):
     proc, h = node
     data = yaml.safe_load(Path(resolve_robot_path("nt_robot")).read_text())

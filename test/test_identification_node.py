@@ -1,5 +1,8 @@
-"""The identification node's parameters: each unusable value is refused by name, and the
-node does not start with one (exit 1, the reason logged)."""
+"""The identification node's parameters: each unusable value is refused by name, when it is
+set at run time (over DDS) as at start, and the node does not start with one (exit 1, the
+reason logged)."""
+import math
+import os
 import subprocess
 import sys
 
@@ -10,7 +13,7 @@ from delta_dynamics.ros.identification_node import PARAMETERS, check_parameters
 
 @pytest.mark.parametrize("name, value, rule", [
     ("window", -1.0, "window must be > 0 s, got -1.0"),
-    ("window", float("inf"), "window must be at most 600 s (the node keeps it in memory), got inf"),
+    ("window", float("inf"), "window must be a finite number, got inf"),
     ("window", 1e6, "window must be at most 600 s"),
     ("validation_fraction", 1.5, "validation_fraction must be in (0, 1), got 1.5"),
     ("method", "bogus", "method must be one of ols, wls, bounded, tsvd, dls, got 'bogus'"),
@@ -18,12 +21,62 @@ from delta_dynamics.ros.identification_node import PARAMETERS, check_parameters
     ("fitness_threshold", 2.0, "fitness_threshold must be in (0, 1]"),
     ("push_to", ["delta_dynamics"], "push_to entries must be node:parameter"),
     ("output", " ", "output must be a file path"),
+    ("window", math.nan, "window must be a finite number, got nan"),
+    ("window_end", math.inf, "window_end must be a finite number, got inf"),
+    ("rls_rate", math.inf, "rls_rate must be a finite number"),
+    ("rls_rate", 1e9, "rls_rate must be at most 1000 Hz"),
+    ("cutoff", math.nan, "cutoff must be a finite number"),
+    ("output", "{tmp}", "output: {tmp}: is a directory; give a file name"),
+    ("output", "{tmp}/ro.yaml", "output: {tmp}/ro.yaml: is a read-only file; refusing to replace it"),
+    ("output", "{tmp}/fifo.yaml", "output: {tmp}/fifo.yaml: is a FIFO (named pipe); cannot write"),
+    ("output", "/dev/null", "output: /dev/null: is a character device; cannot write"),
 ])
-def test_each_unusable_parameter_is_named(name, value, rule):
+def test_each_unusable_parameter_is_named(tmp_path, name, value, rule):
     check_parameters(dict(PARAMETERS))                    # the defaults are fine
+    (tmp_path / "ro.yaml").write_text("keep\n")
+    (tmp_path / "ro.yaml").chmod(0o444)
+    os.mkfifo(tmp_path / "fifo.yaml")
+    if isinstance(value, str):
+        value = value.replace("{tmp}", str(tmp_path))
     with pytest.raises(ValueError) as e:
         check_parameters({**PARAMETERS, name: value})
-    assert rule in str(e.value)
+    assert rule.replace("{tmp}", str(tmp_path)) in str(e.value)
+
+
+@pytest.mark.ros
+def test_parameters_are_checked_when_set(tmp_path):
+    """window NaN or 1e9, an output that is a directory, a read-only file or a FIFO, a window
+    longer than the buffer, another robot: each refused by set_parameters with the reason (they
+    were accepted and failed at the next refit, or never); a good value is accepted."""
+    from ros_helpers import NodeProcess, RosClient
+    (tmp_path / "ro.yaml").write_text("keep\n")
+    (tmp_path / "ro.yaml").chmod(0o444)
+    os.mkfifo(tmp_path / "fifo.yaml")
+    node = NodeProcess("delta_dynamics.ros.identification_node", "-r", "__node:=ident_params",
+                       "-p", "rls_rate:=0.0", "-p", f"output:={tmp_path / 'id.yaml'}")
+    client = RosClient("ident_params_test")
+    try:
+        assert node.wait_for_output("identifying", 60), node.output()[-2000:]
+        for name, value, reason in [
+            ("window", math.nan, "window must be a finite number, got nan"),
+            ("window", 1e9, "window must be at most 600 s"),
+            ("window", 30.0, "window 30 s is longer than the 20 s this node keeps"),
+            ("output", str(tmp_path), "is a directory; give a file name"),
+            ("output", str(tmp_path / "ro.yaml"), "is a read-only file; refusing to replace it"),
+            ("output", str(tmp_path / "fifo.yaml"), "is a FIFO (named pipe); cannot write"),
+            ("robot", "d3s800", "robot is read at start only"),
+            ("forgetting_factor", 2.0, "forgetting_factor must be in (0, 1]"),
+        ]:
+            res = client.set_parameter("ident_params", name, value)
+            assert not res.successful and reason in res.reason, (name, value, res.reason)
+        assert client.set_parameter("ident_params", "window", 10.0).successful
+        assert client.set_parameter("ident_params", "output", str(tmp_path / "new" / "id.yaml")).successful
+        assert (tmp_path / "ro.yaml").read_text() == "keep\n"
+    finally:
+        client.close()
+        assert node.stop() == 0, node.output()[-2000:]
+        assert "Traceback" not in node.output(), node.output()[-2000:]
+        node.close()
 
 
 @pytest.mark.ros
@@ -71,10 +124,9 @@ def test_a_refit_names_the_samples_lost_from_its_window():
             answers.append(_answer(client, refit))
             return "(50 missing: the largest gap 0.102 s at t = 10.398 s)" in answers[-1]
         assert client.spin_until(complete, 30), answers[-3:]
-        # a window longer than the node's buffer (sized at start) is refused by name
-        assert client.set_parameter("ident_gap", "window", 30.0).successful
-        answer = _answer(client, refit)
-        assert "refit failed: window 30 s is longer than the 20 s this node keeps" in answer, answer
+        # a window longer than the node's buffer (sized at start) is refused by name, when set
+        res = client.set_parameter("ident_gap", "window", 30.0)
+        assert not res.successful and "window 30 s is longer than the 20 s this node keeps" in res.reason
     finally:
         client.close()
         assert node.stop() == 0, node.output()[-2000:]

@@ -9,8 +9,11 @@ import sys
 
 import numpy as np
 import pytest
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Transform, Vector3
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
 
 from delta_dynamics.rotary.kinematics import forward_kinematics
 from delta_dynamics.rotary.model import RotaryModel
@@ -93,6 +96,15 @@ def test_each_stack_follows_only_its_own_commands(two):
     # r1's names on r2's topic are refused with the reason; r2 stays
     n0 = r2.send(r1.arms, [(1.0, [0.1, 0.1, 0.1])])
     assert "lack this robot's prefix 'r2_'" in r2.event_after(n0, "rejected")
+    # a Cartesian trajectory must name r2's platform joint, with r2's prefix (any name moved it)
+    for names in (["platform"], ["r1_platform"], ["bogus"]):
+        msg = MultiDOFJointTrajectory(joint_names=names, points=[MultiDOFJointTrajectoryPoint(
+            transforms=[Transform(translation=Vector3(x=0.03, y=0.0, z=-0.74))], time_from_start=Duration(sec=1))])
+        n0 = len(r2.events)
+        r2.cart.publish(msg)
+        assert "joint_names must be ['r2_platform']" in r2.event_after(n0, "cartesian trajectory rejected")
+    r2.wait_sim(0.3)
+    np.testing.assert_allclose(r2.q, [0.25, 0.15, 0.35], atol=2e-3)
 
 
 def test_pausing_one_clock_leaves_the_other_running(two):

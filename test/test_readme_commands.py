@@ -42,6 +42,9 @@ RUN = [
     "delta-dynamics trajectory ellipse --robot staicu2003 --out ellipse.csv",
     "delta-description urdf --robot nt_robot --ros2-control topic > delta.urdf",
     "delta-description check --robot d3s800",
+    "delta-identify excite --robot nt_robot --out excite.csv --from config/excitation/nt_robot.yaml",
+    "delta-dynamics plan pick --robot nt_robot --from -0.1525 0 -0.78 --to 0.1525 0 -0.78 "
+    "--height 0.025 --blend 0.01 --dwell 0.05 --cycles 10 --out pick.csv",
 ]
 
 HELP = {
@@ -54,7 +57,8 @@ HELP = {
     "delta-dynamics compare --robot staicu2003 --trajectory ellipse.csv --models explicit,staicu --plot cmp.png":
         "Staicu's model per sample, ~30 s (test_compare.py)",
     "delta-description render --robot nt_robot --out robot.png": "matplotlib 3-D, ~20 s (test_description.py)",
-    "delta-identify excite --robot nt_robot --out excite.csv": "SLSQP, 2-3 min (test_identification_excitation.py)",
+    "delta-dynamics retime --robot d3s800 --path path.csv --out traj.csv --torque-scale 0.9":
+        "needs the user's path (test_motion.py retimes paths through the same CLI)",
     "delta-identify --robot nt_robot --data run1 --out identified.yaml --report out/ident":
         "needs run1 from the stack (test_record.py runs the whole loop)",
     "delta-identify --robot nt_robot --data run1 --validate run2 --method all": "needs two recordings",

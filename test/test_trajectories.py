@@ -178,3 +178,52 @@ def test_smoothstep7_is_rest_to_rest():
 def test_bad_arguments_raise(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+# ----------------------------------------------------------------------------- defaults per robot
+
+from delta_core.robot_file import list_presets  # noqa: E402
+from delta_dynamics.motion.trajectories import DEFAULTS, default_path, in_workspace, workspace_defaults  # noqa: E402
+
+
+@pytest.mark.parametrize("kind", list(DEFAULTS))
+@pytest.mark.parametrize("robot", list_presets())
+def test_every_generator_default_lies_in_the_robots_workspace(tmp_path, capsys, robot, kind):
+    """``delta-dynamics trajectory KIND --robot R`` with no geometric option: a path every
+    sample of which R reaches within its joint limits (lissajous --robot colombo2020 failed:
+    the rotary default z = -0.75 m)."""
+    from delta_dynamics.cli import main
+    from delta_dynamics.kinds import model_for
+    from delta_dynamics.trajectory_io import read_trajectory
+    out = tmp_path / "t.csv"
+    extra = ["--speed", "0.5"] if kind == "lissajous" else []
+    code = main(["trajectory", kind, "--robot", robot, "--out", str(out), "--dt", "0.01", *extra])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert in_workspace(model_for(robot), read_trajectory(out).trajectory.X)
+    options, fitted = workspace_defaults(model_for(robot), kind)
+    assert ("defaults in it" in err) == fitted, err
+
+
+def test_defaults_that_fit_stay_and_given_options_win(tmp_path, capsys):
+    from delta_dynamics.cli import main
+    from delta_dynamics.kinds import model_for
+    from delta_dynamics.trajectory_io import read_trajectory
+    # nt_robot: the documented defaults (Asadi & Heydari's circle at -0.75 m), as before
+    assert workspace_defaults(model_for("nt_robot"), "circle") == (DEFAULTS["circle"], False)
+    out = tmp_path / "c.csv"
+    assert main(["trajectory", "circle", "--robot", "nt_robot", "--dt", "0.01", "--out", str(out)]) == 0
+    X = read_trajectory(out).trajectory.X
+    np.testing.assert_allclose(X[:, 2], -0.75)
+    np.testing.assert_allclose(np.hypot(X[:, 0], X[:, 1]), 0.25, atol=1e-9)
+    # colombo2020: fitted, and an option given on the command line is kept
+    capsys.readouterr()
+    assert main(["trajectory", "circle", "--robot", "colombo2020", "--radius", "0.03", "--dt", "0.01",
+                 "--out", str(out)]) == 0
+    X = read_trajectory(out).trajectory.X
+    np.testing.assert_allclose(np.hypot(X[:, 0], X[:, 1]), 0.03, atol=1e-9)
+    zc = workspace_defaults(model_for("colombo2020"), "circle")[0]["depth"]
+    np.testing.assert_allclose(X[:, 2], zc)
+    assert "--depth 0.108" in capsys.readouterr().err
+    # without --robot: the defaults as documented
+    assert in_workspace(model_for("nt_robot"), default_path("lissajous", DEFAULTS["lissajous"]).X)

@@ -4,23 +4,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from delta_core.paths import PathError, check_readable_file
 from delta_core.robot_file.reader import RobotFileError
 from delta_core.share import share_file
 
 
 def resolve_robot_path(robot: str | os.PathLike) -> Path:
-    """A preset name (``nt_robot``) or a path to a robot file -> the file's path; a missing file,
-    a directory or an unknown preset raises :class:`RobotFileError` naming it."""
+    """A preset name (``nt_robot``) or a path to a robot file -> the file's path, checked to be
+    a readable regular file (:func:`delta_core.paths.check_readable_file`; nothing is opened); a
+    missing file, a directory, a FIFO, a device, a symlink loop or an unknown preset raises
+    :class:`RobotFileError` naming it."""
     text = os.fspath(robot)
     if not text:
         raise RobotFileError("robot: empty name; give a preset name (e.g. nt_robot) or a file path")
     p = Path(text)
-    if p.suffix in (".yaml", ".yml") or os.sep in text or p.exists():
-        if not p.exists():
-            raise RobotFileError(f"{text}: robot file not found")
-        if p.is_dir():
-            raise RobotFileError(f"{text}: a directory, not a robot file")
-        return p
+    if p.suffix in (".yaml", ".yml") or os.sep in text or os.path.lexists(text):
+        try:       # a FIFO, a device, a directory, a symlink loop: refused by name, nothing opened
+            return check_readable_file(p, "a robot file")
+        except PathError as e:
+            raise RobotFileError(str(e)) from None
     try:
         return share_file("config", "robots", f"{text}.yaml")
     except FileNotFoundError:

@@ -1,6 +1,7 @@
 """``delta-dynamics compare``: several dynamic models of one robot along one trajectory."""
 from __future__ import annotations
 
+from delta_core.paths import output_file_arg
 from delta_core.robot_file import load_robot
 from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
 from delta_dynamics.cli.args import (CliError, command, read_trajectory_input, require_kind, row_error,
@@ -45,4 +46,4 @@ def register(sub) -> None:
                     help="comma-separated models, the first is the reference (default: %(default)s; "
                     "known: explicit, staicu, multibody, mujoco where their packages are installed, and "
                     "whatever else delta_dynamics.compare.MODELS registers)")
-    cp.add_argument("--plot", metavar="PNG", default=None, help="write a plot of torques and differences")
+    cp.add_argument("--plot", metavar="PNG", default=None, type=output_file_arg, help="write a plot of torques and differences")

@@ -1,6 +1,7 @@
 """``delta-dynamics demo``: the model on demo trajectories, plots."""
 from __future__ import annotations
 
+from delta_core.paths import output_dir_arg
 from delta_core.robot_file import load_robot
 from delta_dynamics.cli.args import DEFAULT_ROBOT, require_kind, robot_option
 from delta_dynamics.kinds import table
@@ -30,5 +31,5 @@ def register(sub) -> None:
     d.add_argument("--model", choices=("explicit", "multibody"), default="explicit",
                    help="explicit: the explicit model's demo (make model-demo); multibody: Elshami et al.'s "
                    "figures on the multibody model (default: %(default)s)")
-    d.add_argument("--out", default="out", metavar="DIR", help="output folder (default: %(default)s)")
+    d.add_argument("--out", default="out", metavar="DIR", type=output_dir_arg, help="output folder (default: %(default)s)")
     d.set_defaults(func=cmd_demo)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from delta_core.paths import output_file_arg
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits,
                                        forward_dynamics, inverse_kinematics, joint_units, simulate_adaptive,
                                        simulate_fixed)
@@ -92,7 +93,7 @@ def register(sub) -> None:
                  "accelerations from the forward dynamics.")
     fp.add_argument("--torques", required=True, metavar="CSV",
                     help="input joint data (t, q, qd, tau; f instead of tau for a linear Delta)")
-    fp.add_argument("--out", required=True, metavar="CSV", help="output trajectory")
+    fp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output trajectory")
     fp.add_argument("--method", choices=("adaptive", "semi-implicit", "rk4"), default="adaptive",
                     help="adaptive: LSODA, torques interpolated by a cubic spline; semi-implicit, "
                     "rk4: fixed steps with torques held over each row (default: adaptive)")

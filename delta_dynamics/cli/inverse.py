@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from delta_core.paths import output_file_arg
 from delta_dynamics.algorithms import (UnreachableError, friction_torque, inverse_dynamics,
                                        inverse_kinematics, joint_state, joint_units)
 from delta_dynamics.cli.args import (CliError, command, fmt, info, model_for, read_trajectory_input, row_error,
@@ -72,7 +73,7 @@ def register(sub) -> None:
                  "quintic smoothing spline per axis.")
     trajectory_input(ip, "for t,x,y,z-only input: RMS position noise in m the spline may smooth away; "
                      "'auto' estimates it from the data, 0 interpolates (default: auto)")
-    ip.add_argument("--out", required=True, metavar="CSV", help="output joint data")
+    ip.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output joint data")
     ip.add_argument("--model", default="explicit", metavar="NAME",
                     help="dynamic model: 'explicit' (Asadi & Heydari, lumped forearm; the default), "
                     "'staicu' (Staicu & Carp-Ciocardia: every body with its inertia tensor, "

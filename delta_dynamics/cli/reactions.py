@@ -10,6 +10,7 @@ world frame. ``--torques`` also writes the motor torques as joint data.
 """
 from __future__ import annotations
 
+from delta_core.paths import output_file_arg
 from delta_core.robot_file import load_robot
 from delta_dynamics.algorithms import UnreachableError, inverse_kinematics, joint_state
 from delta_dynamics.cli.args import CliError, command, info, require_kind, row_error, trajectory_input
@@ -52,6 +53,6 @@ def register(sub) -> None:
                  "--torques, the motor torques.")
     trajectory_input(rp, "position-only input: noise level in m, or auto (default: auto)",
                      "input trajectory (t,x,y,z[,xd..zdd])")
-    rp.add_argument("--out", required=True, metavar="CSV", help="output: reaction forces")
-    rp.add_argument("--torques", metavar="CSV", help="also write the motor torques as joint data")
+    rp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output: reaction forces")
+    rp.add_argument("--torques", metavar="CSV", type=output_file_arg, help="also write the motor torques as joint data")
     rp.add_argument("--no-friction", action="store_true", help="leave joint friction out of the torques")

@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from delta_core.paths import output_file_arg
 from delta_core.progress import Progress
 from delta_core.robot_file import load_robot
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits, joint_state,
@@ -114,8 +115,8 @@ def register(sub) -> None:
                  "qd1..3,violation and, for the multibody model, the joint reaction forces.")
     sp.add_argument("--model", choices=MODELS, default="multibody", help="plant model (default: %(default)s)")
     sp.add_argument("--torques", required=True, metavar="CSV", help="input joint data (t, q, qd, tau)")
-    sp.add_argument("--out", required=True, metavar="CSV", help="output: simulated states")
-    sp.add_argument("--reactions", metavar="CSV", help="multibody only: also write the joint reaction forces")
+    sp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output: simulated states")
+    sp.add_argument("--reactions", metavar="CSV", type=output_file_arg, help="multibody only: also write the joint reaction forces")
     sp.add_argument("--method", choices=("rk4", "semi-implicit"), default="rk4",
                     help="fixed-step integrator (default: rk4; semi-implicit: the plant's step)")
     sp.add_argument("--substeps", type=count, default=None,

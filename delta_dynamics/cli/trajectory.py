@@ -5,10 +5,11 @@ import math
 
 import numpy as np
 
+from delta_core.paths import output_file_arg
 from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
 from delta_dynamics.cli.args import (SAMPLE, CliError, check_samples, coordinate, duration,
-                                     duration0, float_in, int_in, length, model_for, robot_option,
-                                     sample_time)
+                                     duration0, float_in, info, int_in, length, model_for,
+                                     robot_option, sample_time)
 from delta_dynamics.motion import trajectories as tr
 from delta_dynamics.trajectory_io import write_trajectory
 
@@ -16,6 +17,12 @@ from delta_dynamics.trajectory_io import write_trajectory
 MAX_CYCLES = 100_000
 #: Lowest Lissajous speed (m/s): slower gives more samples than anyone needs.
 MIN_SPEED = 1e-4
+#: What "with --robot: see below" in the options' help refers to.
+WORKSPACE_NOTE = ("Geometric defaults: the values shown place the path in nt_robot's workspace (the "
+                  "ellipse: Staicu's path, in staicu2003's). With --robot, if that path leaves the robot's "
+                  "workspace, every geometric option not given takes a value in it instead: centred at its "
+                  "workspace centre (delta_dynamics.algorithms.workspace_centre), sized to its reach there; "
+                  "the values used are printed.")
 
 
 def _lissajous_length(x0: float, y0: float, wx: float = 6 * math.pi, wy: float = 4 * math.pi) -> float:
@@ -62,14 +69,34 @@ def _make_trajectory(args):
                          dt=args.dt)
 
 
+def _fill_defaults(args, m):
+    """Set every geometric option left at its default (None): ``DEFAULTS[kind]``, or with
+    ``--robot`` the defaults that lie in that robot's workspace
+    (:func:`delta_dynamics.motion.trajectories.workspace_defaults`, said on stderr when they differ)."""
+    names = list(tr.DEFAULTS[args.kind])
+    unset = [n for n in names if getattr(args, n) is None]
+    if not unset:
+        return
+    options, fitted = tr.workspace_defaults(m, args.kind) if m is not None else (tr.DEFAULTS[args.kind], False)
+    for n in unset:
+        setattr(args, n, options[n])
+    if fitted:
+        shown = " ".join(f"--{n.replace('_', '-')} " + (" ".join(f"{v:g}" for v in options[n])
+                                                         if isinstance(options[n], tuple) else f"{options[n]:g}")
+                         for n in unset)
+        info(f"{args.kind}: the default path leaves {args.robot}'s workspace; defaults in it: {shown}")
+
+
 def cmd_trajectory(args) -> int:
-    """``trajectory``: write a platform trajectory CSV (checked against ``--robot`` if given)."""
-    check_samples(*_expected_samples(args))
-    traj = _make_trajectory(args)
+    """``trajectory``: write a platform trajectory CSV (checked against ``--robot`` if given);
+    geometric options not given are filled in first (:func:`_fill_defaults`)."""
     if args.tool and not args.robot:
         raise CliError("--tool needs --robot: the tool offset comes from the robot file")
+    m = model_for(args.robot) if args.robot else None
+    _fill_defaults(args, m)
+    check_samples(*_expected_samples(args))
+    traj = _make_trajectory(args)
     if args.robot:
-        m = model_for(args.robot)
         if args.tool:
             # the path was given for the tool point; the CSV holds the platform centre above it
             traj = traj.shifted((0.0, 0.0, getattr(m, "tool_offset", 0.0)))
@@ -88,30 +115,32 @@ def register(sub) -> None:
     """Add the ``trajectory`` subcommand (and its path kinds) to ``sub``."""
     # trajectory
     tp = sub.add_parser("trajectory", help="write a circle, Lissajous, pick-and-place or ellipse trajectory CSV",
-                        description="Write a platform trajectory as CSV (t,x,y,z,xd,yd,zd,xdd,ydd,zdd; SI).")
+                        description="Write a platform trajectory as CSV (t,x,y,z,xd,yd,zd,xdd,ydd,zdd; SI).",
+                        epilog=WORKSPACE_NOTE)
     tsub = tp.add_subparsers(dest="kind", required=True, metavar="KIND")
 
     def common(sp, dt=1e-3):
         sp.add_argument("--dt", type=sample_time, default=dt, help="sample time in s, 1e-6 to 10 "
                         "(default: %(default)g); a trajectory has at most 1000000 samples")
-        sp.add_argument("--out", required=True, metavar="CSV", help="output file")
+        sp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output file")
         robot_option(sp, default=None, help_="check every sample is reachable within the joint "
                   "limits of this robot (preset name or file)")
         sp.add_argument("--tool", action="store_true", help="the path is the tool point's (the "
                         "nozzle of a linear Delta, geometry.tool_offset below the platform centre); "
                         "the CSV gets the platform centre, shifted up by the offset (needs --robot)")
         sp.set_defaults(func=cmd_trajectory)
+        sp.epilog = WORKSPACE_NOTE
 
     c = tsub.add_parser("circle", help="horizontal circle (Asadi & Heydari's evaluation path)")
-    c.add_argument("--radius", type=length, default=0.25, help="m (default: %(default)g)")
-    c.add_argument("--depth", type=coordinate, default=-0.75, help="z of the circle in m, negative "
-                   "below the base (default: %(default)g)")
+    c.add_argument("--radius", type=length, default=None, help="m (default: 0.25; with --robot: see below)")
+    c.add_argument("--depth", type=coordinate, default=None, help="z of the circle in m, negative "
+                   "below the base (default: -0.75; with --robot: see below)")
     c.add_argument("--period", type=duration, default=2 * math.pi, help="s per turn at full speed "
                    "(default: 2 pi)")
     c.add_argument("--duration", type=duration, default=None, help="s (default: period + ramp)")
     c.add_argument("--ramp", type=duration0, default=0.0, help="s to reach full speed from "
                    "rest (default: 0, start at full speed)")
-    c.add_argument("--center", type=coordinate, nargs=2, default=(0.0, 0.0), metavar=("X", "Y"),
+    c.add_argument("--center", type=coordinate, nargs=2, default=None, metavar=("X", "Y"),
                    help="m (default: 0 0)")
     common(c)
 
@@ -120,9 +149,9 @@ def register(sub) -> None:
                          "0 <= u <= 1, at constant speed. The paper's print path: --depth 0 --tool "
                          "--robot colombo2020 (the nozzle on the bed, the platform tool_offset above).")
     li.add_argument("--speed", type=float_in(MIN_SPEED, 100.0, unit="m/s"), default=0.2, help="m/s (default: %(default)g)")
-    li.add_argument("--x0", type=length, default=0.1, help="x amplitude in m (default: %(default)g)")
-    li.add_argument("--y0", type=length, default=0.1, help="y amplitude in m (default: %(default)g)")
-    li.add_argument("--depth", type=coordinate, default=-0.75, help="z in m (default: %(default)g)")
+    li.add_argument("--x0", type=length, default=None, help="x amplitude in m (default: 0.1; with --robot: see below)")
+    li.add_argument("--y0", type=length, default=None, help="y amplitude in m (default: 0.1; with --robot: see below)")
+    li.add_argument("--depth", type=coordinate, default=None, help="z in m (default: -0.75; with --robot: see below)")
     li.add_argument("--ramp", type=duration0, default=0.0, help="s to reach the speed from "
                     "rest (default: 0)")
     li.add_argument("--wx", type=float_in(-1e4, 1e4), default=6 * math.pi, help="omega_x of eq. 18 (default: 6 pi)")
@@ -135,10 +164,10 @@ def register(sub) -> None:
     common(li)
 
     pp = tsub.add_parser("pick-place", help="pick-and-place cycle: up, across, down and back")
-    pp.add_argument("--start", type=coordinate, nargs=3, default=(-0.1525, 0.0, -0.8),
-                    metavar=("X", "Y", "Z"), help="pick point in m (default: -0.1525 0 -0.8)")
-    pp.add_argument("--height", type=length, default=0.025, help="m up and down (default: %(default)g)")
-    pp.add_argument("--width", type=length, default=0.305, help="m across (default: %(default)g)")
+    pp.add_argument("--start", type=coordinate, nargs=3, default=None,
+                    metavar=("X", "Y", "Z"), help="pick point in m (default: -0.1525 0 -0.8; with --robot: see below)")
+    pp.add_argument("--height", type=length, default=None, help="m up and down (default: 0.025)")
+    pp.add_argument("--width", type=length, default=None, help="m across (default: 0.305)")
     pp.add_argument("--direction", type=float_in(-1e6, 1e6), nargs=2, default=(1.0, 0.0), metavar=("DX", "DY"),
                     help="horizontal direction across (default: 1 0)")
     pp.add_argument("--cycles", type=int_in(1, MAX_CYCLES), default=1, help="pick-place-back cycles (default: 1)")
@@ -152,12 +181,12 @@ def register(sub) -> None:
                          description="X(t) = START + A sin(w t) + B (1 - cos(w t)), w = 2 pi / PERIOD, "
                          "with analytic velocity and acceleration. The defaults are the paper's path "
                          "for the staicu2003 robot, in base_link (z up).")
-    el.add_argument("--start", type=coordinate, nargs=3, default=E["start"], metavar=("X", "Y", "Z"),
+    el.add_argument("--start", type=coordinate, nargs=3, default=None, metavar=("X", "Y", "Z"),
                     help="position at t = 0 in m (default: 0 0 -(0.1 + 0.35 cos 30 deg) = "
                     f"{E['start'][2]:.6g})")
-    el.add_argument("--axis-a", type=coordinate, nargs=3, default=E["axis_a"], metavar=("AX", "AY", "AZ"),
+    el.add_argument("--axis-a", type=coordinate, nargs=3, default=None, metavar=("AX", "AY", "AZ"),
                     help=f"m, the sin(w t) term (default: {' '.join(f'{v:g}' for v in E['axis_a'])})")
-    el.add_argument("--axis-b", type=coordinate, nargs=3, default=E["axis_b"], metavar=("BX", "BY", "BZ"),
+    el.add_argument("--axis-b", type=coordinate, nargs=3, default=None, metavar=("BX", "BY", "BZ"),
                     help=f"m, the (1 - cos(w t)) term (default: {' '.join(f'{v:g}' for v in E['axis_b'])})")
     el.add_argument("--period", type=duration, default=E["period"], help="s per turn at full speed "
                     "(default: %(default)g, the paper's w = pi/3 rad/s)")

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from delta_core.paths import PathError, check_bag_files, why_missing
+
 from . import IdentificationError
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
@@ -214,8 +216,11 @@ class JointStateBag:
         from rosbags.rosbag2 import Reader
         self.path, self.topic = Path(path), topic
         try:
+            check_bag_files(self.path)     # a FIFO or a device among its files: refused, no open blocks
             self.reader = Reader(self.path)
             self.reader.open()
+        except PathError as e:
+            raise IdentificationError(str(e)) from None
         except Exception as e:  # noqa: BLE001 - rosbags raises several types for unreadable bags
             raise IdentificationError(f"{self.path}: not a readable rosbag2 bag: {one_line(e)}") from None
         try:
@@ -276,7 +281,7 @@ def open_joint_states(path, topic, joint_names) -> JointStateBag:
     """The JointState messages of ``topic`` in the bag at ``path`` (a directory, .db3 or .mcap)."""
     path = Path(path)
     if not path.exists():
-        raise IdentificationError(f"{path}: file not found")
+        raise IdentificationError(why_missing(path, "a bag"))
     return JointStateBag(path, topic, joint_names)
 
 

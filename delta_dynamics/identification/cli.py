@@ -42,6 +42,8 @@ from .report import write_report
 from .robot_update import identified_robot, model_from_robot_file, write_robot_file
 from .stream import STREAM_ABOVE, finish, identify_stream, in_memory, read_stream, stream_problem
 
+from delta_core.paths import output_dir_arg, output_file_arg
+
 PROG = "delta-identify"
 #: Largest PSO swarm and iteration count (the default 300 x 1000 takes about a minute).
 MAX_PARTICLES = 10_000
@@ -75,8 +77,8 @@ def _identify_parser():
                         "of Delta) or Kim et al.'s 11 (eq. 30; rotary Deltas)")
     p.add_argument("--stribeck", action="store_true", help="also identify the Stribeck break-away torques (explicit set)")
     p.add_argument("--validate", help="CSV or bag to validate on (not used for fitting)")
-    p.add_argument("--out", help="identified robot file to write (YAML, same schema as config/robots)")
-    p.add_argument("--report", help="directory for PNG plots and summary.md")
+    p.add_argument("--out", type=output_file_arg, help="identified robot file to write (YAML, same schema as config/robots)")
+    p.add_argument("--report", type=output_dir_arg, help="directory for PNG plots and summary.md")
     g = p.add_argument_group("preprocessing")
     g.add_argument("--derivative", choices=("filter", "central"), default="filter",
                    help="filter: zero-phase low-pass then central differences (default); central: plain central differences")
@@ -139,7 +141,7 @@ def _excite_parser():
         "space, optimised for the regressor's condition number, inside every limit) and write it as a "
         "platform trajectory CSV (t,x,y,z,xd,yd,zd,xdd,ydd,zdd) like 'delta-dynamics trajectory'.")
     p.add_argument("--robot", required=True, help="robot preset name or robot file")
-    p.add_argument("--out", required=True, help="trajectory CSV to write")
+    p.add_argument("--out", required=True, type=output_file_arg, help="trajectory CSV to write")
     p.add_argument("--period", type=float_in(0.1, 1000, unit="s"), default=5.0,
                    help="period of the Fourier series in s, 0.1 to 1000 (default 5)")
     p.add_argument("--harmonics", type=int_in(1, 50), default=5, help="number of harmonics, 1 to 50 (default 5)")

@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from delta_core.atomic_file import atomic_write_text
+from delta_core.paths import why_missing
 from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
 from delta_dynamics.kinds import joint_units
 from delta_dynamics.limits import MAX_SAMPLES
@@ -200,7 +201,7 @@ def _int(v) -> bool:
 # ----------------------------------------------------------------------------- CSV
 
 def _missing(path) -> IdentificationError:
-    return IdentificationError(f"{path}: file not found")
+    return IdentificationError(why_missing(path, "a file"))
 
 
 def read_csv(path: str | os.PathLike, max_rows: int = MAX_SAMPLES, effort_column: str | None = None) -> JointData:
@@ -222,7 +223,7 @@ def read_csv(path: str | os.PathLike, max_rows: int = MAX_SAMPLES, effort_column
         raise IdentificationError(f"effort columns must be 'tau' or 'f', got {effort_column!r}")
     reader = CsvReader(path, max_rows, effort_column)
     try:
-        for first, block in iter_line_blocks(path):
+        for first, block in iter_line_blocks(path, what="a CSV file"):
             reader.add_block(first, block)
     except TextInputError as e:
         raise IdentificationError(str(e)) from None
@@ -363,7 +364,7 @@ def write_csv(path, t, q, tau, qd=None, qdd=None, effort_column: str = "tau") ->
 def is_bag(path) -> bool:
     """True for a rosbag2 directory or a .db3 / .mcap file."""
     p = Path(path)
-    return p.suffix in BAG_SUFFIXES or (p.is_dir() and (p / "metadata.yaml").exists())
+    return p.suffix in BAG_SUFFIXES or (p.is_dir() and os.path.lexists(p / "metadata.yaml"))
 
 
 def _typestore():

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from delta_core.paths import why_missing
 from delta_core.text_input import TextInputError, iter_line_blocks
 from delta_dynamics.algorithms import UnreachableError, parameter_set
 from delta_dynamics.kinds import joint_units
@@ -228,7 +229,7 @@ def read_stream(path, robot, topic: str = "/joint_states", effort: str = "torque
              else "MAX_SAMPLES in delta_dynamics/limits.py")
     p = Path(path)
     if not p.exists():
-        raise IdentificationError(f"{p}: file not found")
+        raise IdentificationError(why_missing(p, "a data file"))
     if is_bag(p):
         return _read_bag_stream(p, robot, topic, effort, stamp, opts, progress, max_samples, limit)
     if p.is_dir():

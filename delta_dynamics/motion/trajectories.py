@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from delta_dynamics.algorithms import UnreachableError, inverse_kinematics, workspace_centre
 from delta_dynamics.common.trajectory import Trajectory
 
 
@@ -334,3 +335,100 @@ def ellipse(start=STAICU_ELLIPSE["start"], axis_a=STAICU_ELLIPSE["axis_a"],
     Xd = tangent * thd[:, None]
     Xdd = tangent * thdd[:, None] + (b * c - a * s) * (thd * thd)[:, None]
     return Trajectory(t, X, Xd, Xdd)
+
+
+# ----------------------------------------------------------------------------- defaults per robot
+
+#: The geometric default options of each generator (``delta-dynamics trajectory KIND``): the
+#: paths above, placed for the rotary ``nt_robot`` (the ellipse: Staicu's ``staicu2003``).
+DEFAULTS = {
+    "circle": {"radius": 0.25, "depth": -0.75, "center": (0.0, 0.0)},
+    "lissajous": {"x0": 0.1, "y0": 0.1, "depth": -0.75},
+    "pick-place": {"start": (-0.1525, 0.0, -0.8), "height": 0.025, "width": 0.305},
+    "ellipse": {"start": STAICU_ELLIPSE["start"], "axis_a": STAICU_ELLIPSE["axis_a"],
+                "axis_b": STAICU_ELLIPSE["axis_b"]},
+}
+
+
+def default_path(kind: str, options: dict, dt: float = 0.01) -> Trajectory:
+    """The path of generator ``kind`` with geometric ``options`` (the rest at their defaults),
+    coarsely sampled: enough to check where it goes."""
+    if kind == "circle":
+        return circle(dt=dt, **options)
+    if kind == "lissajous":
+        return lissajous(dt=dt, timing="arc-length", **options)
+    if kind == "pick-place":
+        return pick_place(dt=dt, **options)
+    if kind == "ellipse":
+        return ellipse(dt=dt, **options)
+    raise ValueError(f"unknown trajectory kind {kind!r}: one of {', '.join(DEFAULTS)}")
+
+
+def in_workspace(m, X) -> bool:
+    """True if every platform position of X (m, (N, 3)) is reachable within the joint limits
+    of model ``m`` (either kind)."""
+    try:
+        inverse_kinematics(m, np.atleast_2d(np.asarray(X, dtype=float)), check_limits=True)
+    except (UnreachableError, ValueError, ArithmeticError):
+        return False
+    return True
+
+
+def horizontal_reach(m, z: float, directions: int = 72, iterations: int = 30) -> float:
+    """The radius (m) of the largest horizontal circle about the z axis at height ``z`` whose
+    points (``directions`` of them) are all reachable within the joint limits (bisection); 0
+    if the axis point itself is not."""
+    th = np.linspace(0.0, 2 * math.pi, directions, endpoint=False)
+    if not in_workspace(m, [0.0, 0.0, z]):
+        return 0.0
+    lo, hi = 0.0, 10.0
+    for _ in range(iterations):
+        r = 0.5 * (lo + hi)
+        ring = np.stack((r * np.cos(th), r * np.sin(th), np.full_like(th, z)), 1)
+        lo, hi = (r, hi) if in_workspace(m, ring) else (lo, r)
+    return lo
+
+
+def workspace_defaults(m, kind: str) -> tuple:
+    """(options, fitted): the geometric default options of generator ``kind`` for robot
+    model ``m``. ``DEFAULTS[kind]`` if its whole path lies in ``m``'s workspace (``fitted``
+    False); else options centred on ``algorithms.workspace_centre(m)`` and sized from the
+    robot's horizontal reach there (:func:`horizontal_reach`): a circle and a Lissajous
+    figure of half the reach, a pick-and-place across 80 % of it, Staicu's ellipse scaled to
+    fit, each halved again (up to 6 times) until every sample is reachable (``fitted``
+    True). The path's timing options (period, speed, times) keep their defaults.
+
+    >>> from delta_dynamics.kinds import model_for
+    >>> workspace_defaults(model_for("nt_robot"), "lissajous")
+    ({'x0': 0.1, 'y0': 0.1, 'depth': -0.75}, False)
+    >>> options, fitted = workspace_defaults(model_for("colombo2020"), "lissajous")
+    >>> fitted, options["depth"], options["x0"]
+    (True, 0.108, 0.055)
+    """
+    base = dict(DEFAULTS[kind])
+    if in_workspace(m, default_path(kind, base).X):
+        return base, False
+    zc = float(workspace_centre(m)[2])
+    reach = horizontal_reach(m, zc)
+    r3 = lambda v: round(float(v), 3)                     # noqa: E731 - mm, as a user would type it
+    for k in range(7):
+        s = 0.5 ** k
+        if kind == "circle":
+            opts = {"radius": r3(max(0.5 * reach * s, 1e-3)), "depth": r3(zc), "center": (0.0, 0.0)}
+        elif kind == "lissajous":
+            a = r3(max(0.5 * reach * s, 1e-3))
+            opts = {"x0": a, "y0": a, "depth": r3(zc)}
+        elif kind == "pick-place":
+            width = r3(max(min(0.305, 0.8 * reach) * s, 1e-3))
+            height = r3(max(min(0.025, 0.2 * width), 1e-3))
+            opts = {"start": (r3(-0.5 * width), 0.0, r3(zc - 0.5 * height)), "height": height, "width": width}
+        else:                               # ellipse: centre (start + b) at the workspace centre
+            a, b = np.asarray(base["axis_a"], float), np.asarray(base["axis_b"], float)
+            size = max(np.linalg.norm(a), np.linalg.norm(b))
+            f = min(1.0, 0.5 * reach / size) * s
+            a, b = a * f, b * f
+            opts = {"start": tuple(r3(v) for v in np.array([0.0, 0.0, zc]) - b),
+                    "axis_a": tuple(r3(v) for v in a), "axis_b": tuple(r3(v) for v in b)}
+        if in_workspace(m, default_path(kind, opts).X):
+            return opts, True
+    return opts, True                     # the caller's reachability check names the sample

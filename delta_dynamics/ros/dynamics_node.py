@@ -100,7 +100,7 @@ class DynamicsNode(Node):
         for p in params:
             if p.name == "robot":
                 try:
-                    new_model = load_model(p.value)
+                    new_model = load_model(p.value, like=self._model)
                 except ValueError as e:   # RobotFileError, a bad type
                     return SetParametersResult(successful=False, reason=(
                         f"robot {p.value!r} rejected, keeping {describe(self._model)}: {e}"))

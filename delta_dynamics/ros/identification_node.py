@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rcl_interfaces.srv import SetParameters
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -42,6 +42,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from delta_core.paths import PathError, check_output_file
 from delta_core.rates import CONTROL_RATE_MAX
 from delta_core.robot_file import RobotFileError
 from delta_core.ros.node_util import DEFAULT_ROBOT, DropLog, add_prefix, declare_prefix, run
@@ -91,7 +92,13 @@ METHODS = ("ols", "wls", "bounded", "tsvd", "dls")
 
 
 def check_parameters(p: dict) -> None:
-    """Raise ValueError naming the first parameter whose value is unusable."""
+    """Raise ValueError naming the first parameter whose value is unusable: a number that is
+    not finite or outside its range, an unknown method, an ``output`` that cannot be written (a
+    directory, a FIFO, a device, a read-only file or folder: :func:`check_output_file`, which
+    only looks at the path), a ``push_to`` entry that is not ``node:parameter``."""
+    for name, v in p.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"{NODE_NAME} parameter {name} must be a finite number, got {v!r}")
     rules = [
         ("window", p["window"] > 0, "must be > 0 s"),
         ("window", p["window"] <= MAX_WINDOW, f"must be at most {MAX_WINDOW:g} s (the node keeps it in memory)"),
@@ -106,12 +113,17 @@ def check_parameters(p: dict) -> None:
         ("min_samples", p["min_samples"] >= 10, "must be >= 10"),
         ("cutoff", p["cutoff"] > 0, "must be > 0 Hz"),
         ("output", bool(str(p["output"]).strip()), "must be a file path"),
+        ("rls_rate", p["rls_rate"] <= 1000, "must be at most 1000 Hz"),
         ("push_to", all(":" in t and all(t.partition(":")[::2]) for t in p["push_to"]),
          "entries must be node:parameter"),
     ]
     for name, ok, rule in rules:
         if not ok:
             raise ValueError(f"{NODE_NAME} parameter {name} {rule}, got {p[name]!r}")
+    try:
+        check_output_file(str(p["output"]), "the identified robot file")
+    except PathError as e:
+        raise ValueError(f"{NODE_NAME} parameter output: {e}") from None
 
 
 def missing_samples(t: np.ndarray) -> tuple[int, float, float]:
@@ -170,12 +182,34 @@ class IdentificationNode(Node):
         if p["refit_period"] > 0:
             self.create_timer(p["refit_period"], self._periodic_refit, callback_group=slow)
         self.create_timer(1.0, self._publish_diagnostics)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
         self.get_logger().info(f"identifying {self.model.robot.name}: window {p['window']:g} s, "
                                f"method {p['method']}, threshold {p['fitness_threshold']:g}")
 
     def params(self) -> dict:
         """The node's parameters, {name: value}."""
         return {n: self.get_parameter(n).value for n in PARAMETERS}
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        """Check a change when it is set (not at the next refit): every rule of
+        :func:`check_parameters` on the values it would leave, a ``window`` no longer than the
+        buffer sized at start, and ``robot`` only at start (the model and the RLS prior are
+        built from it). Only looks at paths, never opens one: the executor never blocks."""
+        new = {p.name: p.value for p in params if p.name in PARAMETERS}
+        if not new:
+            return SetParametersResult(successful=True)
+        try:
+            if "robot" in new and new["robot"] != self.get_parameter("robot").value:
+                raise ValueError(f"{NODE_NAME} parameter robot is read at start only (the model and the "
+                                 f"RLS prior are built from it): restart the node with robot:={new['robot']}")
+            check_parameters({**self.params(), **new})
+            if "window" in new and new["window"] > self._kept:
+                raise ValueError(f"{NODE_NAME} parameter window {new['window']:g} s is longer than the "
+                                 f"{self._kept:g} s this node keeps (sized at start: restart it with the longer "
+                                 f"window)")
+        except (ValueError, TypeError) as e:
+            return SetParametersResult(successful=False, reason=str(e))
+        return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ data in
     def _on_joint_states(self, msg: JointState):

@@ -12,6 +12,7 @@ field, e.g. ``config/drives/x.yaml: node_ids: must be 3 different node IDs 1..12
 from __future__ import annotations
 
 import difflib
+import errno
 import math
 import os
 import re
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import yaml
 
+from delta_core.paths import PathError, check_readable_file
+from delta_core.text_input import TextInputError, read_text
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.drives.interface import Mode
 from delta_hardware.drives.scaling import AxisScaling
@@ -109,6 +112,7 @@ class DrivesConfig:
     check_encoder_resolution: bool
     simulate: bool
     sim: dict = field(default_factory=dict)   # position_gains, velocity_gain, drive_rate, noise
+    tpdo_misses: int = 3                 # cycles in a row a drive's TPDOs may be missing (last values held)
 
     @property
     def catalogue(self):
@@ -138,7 +142,7 @@ _TOP = {"name", "description", "base", "eds", "node_ids", "mode", "heartbeat", "
 _SCALING = {"counts_per_rev", "gear_ratio", "rated_torque", "velocity_unit", "direction", "offset"}
 _SECTIONS = {
     "heartbeat": {"producer_ms", "timeout_ms"},
-    "timing": {"max_stall", "sdo_timeout", "startup_timeout", "state_timeout", "tpdo_timeout"},
+    "timing": {"max_stall", "sdo_timeout", "startup_timeout", "state_timeout", "tpdo_timeout", "tpdo_misses"},
     "limits": {"max_torque", "software_position_limits", "position_limit_margin", "following_error_window"},
     "simulation": {"position_gains", "velocity_gain", "drive_rate", "torque_noise", "velocity_noise",
                    "sync_timeout"},
@@ -196,7 +200,9 @@ def _read_yaml(path: Path, chain=()) -> dict:
     if str(path) in chain:
         raise DrivesConfigError(f"{path}: base: circular ({' -> '.join(chain)} -> {path})")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, 1 << 20, "a drives config")     # no open blocks (delta_core.paths)
+    except TextInputError as e:
+        raise DrivesConfigError(str(e)) from None
     except OSError as e:
         raise DrivesConfigError(f"drives config {path}: cannot read it ({e.strerror or e})") from None
     try:
@@ -264,8 +270,11 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
         eds = Path(str(eds))
         if not eds.is_absolute():
             eds = path.parent / eds
-        if not eds.is_file():
-            r.fail("eds", f"file {eds} does not exist")
+        try:
+            check_readable_file(eds, "an EDS file")             # a FIFO, a device, missing: by name
+        except PathError as e:
+            missing = e.errno == errno.ENOENT and not os.path.lexists(eds)
+            r.fail("eds", f"file {eds} does not exist" if missing else str(e))
 
     objects = {}
     for obj_name, addr in (data.get("objects") or {}).items():
@@ -338,6 +347,7 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
     state_timeout = r.number(t.get("state_timeout", 0.5), "timing.state_timeout", 0, 60, lo_open=True)
     tt = t.get("tpdo_timeout", "auto")
     tpdo_timeout = None if tt in ("auto", None) else r.number(tt, "timing.tpdo_timeout", 0, 1)
+    tpdo_misses = r.number(t.get("tpdo_misses", 3), "timing.tpdo_misses", 0, 1000, integer=True)
 
     # scaling: defaults for every axis, then per-axis overrides
     base_scaling = data.get("scaling") or {}
@@ -413,7 +423,7 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
         software_limits=software_limits, position_limit_margin=margin, following_error_window=few,
         quick_stop_option_code=qso, write_rated_torque=bool(data.get("write_rated_torque", True)),
         check_encoder_resolution=bool(data.get("check_encoder_resolution", False)),
-        simulate=bool(data.get("simulate", False)), sim=sim_out)
+        simulate=bool(data.get("simulate", False)), sim=sim_out, tpdo_misses=tpdo_misses)
 
 
 def consumer_time_ms(producer_ms: float, max_stall: float) -> float:

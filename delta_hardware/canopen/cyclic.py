@@ -11,23 +11,36 @@ One control cycle of the backend::
 Synchronous RPDOs take effect at the next SYNC, so a target computed from the feedback of
 SYNC k acts from SYNC k+1 on: one period of latency, the least a SYNC-driven bus allows.
 
-**A SYNC waits for the answers to the previous one.** While the drives run on targets and a
-drive that is not yet declared lost still owes TPDOs of the last SYNC,
-:meth:`CyclicExchange.sync` sends no new SYNC (the cycle counts as *withheld*). With real
-drives the TPDOs always come within the period and nothing changes. With drives that fall
-behind (simulated ones on a busy host, a drive process paused), no SYNCs pile up in their
-receive queue: each SYNC stands for one interpolation period the drives will run under
-their last targets, and a drive catching up on a backlog of them would run that long
-without control. So a slow drive slows the exchange instead of running ahead of its
-master, and every TPDO received answers the last SYNC sent. A drive silent for
-``max_stall`` is declared lost by :mod:`.monitor` and no longer waited for. While disabled
-or stopped (brakes on) SYNC goes out every cycle.
+**A lost frame is tolerated; a drive that falls behind gets no SYNC to pile up.** Real buses
+lose frames (error frames, a busy bus, a host that drops datagrams). A drive whose TPDOs of the
+last SYNC are not all in when the next cycle begins keeps its last values (the feedback cache
+holds them), the frames are counted per axis (``Axis.tpdo_missed``, in the diagnostics) and
+the next SYNC goes out as usual: up to ``tolerance`` cycles in a row (``timing.tpdo_misses``).
+A drive that owes TPDOs for more cycles than that is behind or gone, and while the drives run
+on targets :meth:`CyclicExchange.sync` then sends no new SYNC (the cycle is *withheld*):
+simulated drives on a busy host, or a drive process paused, would otherwise find a backlog of
+SYNCs in their receive queue, each one an interpolation period to run under their last
+targets, so such a drive slows the exchange instead of running ahead of its master. But a
+drive that is alive (its heartbeat came after the SYNC it owes was sent) and still silent did
+not get that SYNC (a frame lost on the way to it): it gets a new one (``stats["resynced"]``).
+A withheld cycle advances nothing: ``cycle()`` tells the loop so, and the loop's trajectory waits too
+(no jump of the position target when SYNC resumes). A drive silent for ``max_stall`` is
+declared lost by :mod:`.monitor` (a fault: every axis is stopped) and no longer waited for.
+The same holds while the drives are stopped or disabled: a slow drive's queue never fills with
+SYNCs, nor do its answers to SDO (a fault reset, the disable at exit) wait behind them; the
+feedback of the others keeps coming, and a drive found lost is not waited for. (The backend
+sends the stop command on the RPDOs only until each drive's statusword shows that it holds,
+so a stopped bus carries SYNC and TPDOs alone.)
 
-**Quick stop without SDO.** A drive that does not answer cannot confirm an SDO; its quick
-stop rides on its RPDO instead (:meth:`CyclicExchange.transmit_quick_stop`: controlword
-0x0002 with zero torque and velocity offsets, CST target torque 0, the position target
-held), sent again before every SYNC until the drive is back and confirms by SDO. Whenever
-the drive listens again, the first SYNC it latches carries the quick stop.
+**State commands on the RPDO.** A synchronous RPDO received before a SYNC is latched at that
+SYNC whatever the master decided meanwhile: a controlword *enable operation* (0x000F) in
+flight undoes a quick stop given by SDO (CiA 402 transition 16, with quick stop option code
+5-8). So from the moment a stop is decided every RPDO carries the stop
+(:meth:`CyclicExchange.transmit_command`: controlword quick stop 0x0002, or disable voltage
+0x0000, with zero torque and velocity targets and offsets and the position target held), sent
+at once, overriding what was in flight, and again before every SYNC; the drive's statusword
+in the TPDOs of the following SYNCs confirms it. The same rides to a drive that does not
+answer SDO: whenever it listens again, the first SYNC it latches carries the stop.
 """
 from __future__ import annotations
 
@@ -36,7 +49,7 @@ import time
 
 import numpy as np
 
-from delta_hardware.canopen.cia402 import Command
+from delta_hardware.cia402 import Command
 
 
 class Ring:
@@ -76,17 +89,20 @@ class CyclicExchange:
     bookkeeping; TPDO arrival notifies it. ``tpdo_timeout``: how long :meth:`wait` waits
     after the cycle began. ``stats``: ``syncs`` sent, ``withheld`` cycles, ``late`` reads,
     ``rpdo_frames``, ``sync_period`` and ``latency`` (SYNC -> all TPDOs) rings.
+    ``tolerance``: cycles in a row a drive may owe TPDOs before SYNC waits for it (see the
+    module docstring); the axes' ``silent_cycles`` count them (:mod:`.monitor`).
     ``recorder(kind, time, data)``, if set: ``"sync"`` with the targets the drives latch at
     that SYNC (one dict per axis, or None if none were sent since the previous one),
     ``"tpdo"`` with (axis index, {object: value}).
     """
 
-    def __init__(self, network, axes, lock, tpdo_timeout: float):
+    def __init__(self, network, axes, lock, tpdo_timeout: float, tolerance: int = 3):
         self.network = network
         self.axes = axes
         self.lock = lock
         self.tpdo_timeout = tpdo_timeout
-        self.stats = {"syncs": 0, "late": 0, "withheld": 0, "rpdo_frames": 0,
+        self.tolerance = int(tolerance)
+        self.stats = {"syncs": 0, "late": 0, "withheld": 0, "resynced": 0, "rpdo_frames": 0,
                       "sync_period": Ring(), "latency": Ring()}
         self.recorder = None
         self.sync_time = 0.0
@@ -98,6 +114,7 @@ class CyclicExchange:
         self._fresh = False
         self._last_sync_sent = None
         self._latched = None                     # targets sent since the last SYNC (recorder)
+        self._counted = True                     # the missing TPDOs of the last SYNC are counted
 
     # ------------------------------------------------------------------ TPDOs (notifier thread)
     def attach(self, ax) -> None:
@@ -130,7 +147,6 @@ class CyclicExchange:
                         continue                       # older than an SDO read of the statusword
                     ax.stamp = stamp
                 ax.values[name] = v
-            ax.answered_time = now
             if self.recorder is not None:
                 self.recorder("tpdo", now, (ax.index, values))
             key = (ax.index, p.slot)
@@ -159,22 +175,36 @@ class CyclicExchange:
         self._latched = [dict(c) for c in commands]
         return len(frames)
 
-    def transmit_quick_stop(self, ax, held: dict) -> None:
-        """The RPDOs of ``ax`` with controlword quick stop (0x0002), zero torques and
-        velocities and the position target ``held["target_position"]``."""
-        c = dict(hold_targets(held.get("target_position")), controlword=Command.QUICK_STOP.value)
+    def transmit_command(self, ax, command, position: int | None) -> None:
+        """The RPDOs of ``ax`` with the controlword of ``command`` (a :class:`Command`: quick
+        stop 0x0002, disable voltage 0x0000; or a controlword value), zero torque and velocity
+        targets and offsets and the position target ``position`` (increments: the drive's
+        actual position)."""
+        c = dict(hold_targets(position), controlword=getattr(command, "value", command))
         for p in ax.rpdos:
             self.network.send_message(p.cob_id, p.pack(c))
         self.stats["rpdo_frames"] += len(ax.rpdos)
+        if self._latched is None:
+            self._latched = [None] * len(self.axes)
+        self._latched[ax.index] = c
 
     # ------------------------------------------------------------------ SYNC
     def begin_cycle(self, now: float) -> set:
         """A control cycle begins: returns the axes still owing TPDOs of the last SYNC (for
-        :meth:`.monitor.Monitor.count_silence`)."""
+        :meth:`.monitor.Monitor.count_silence`); the frames they owe are counted as missed
+        (once per SYNC)."""
         with self.lock:
             self._cycle += 1
             self._cycle_time = now
-            return self._missing()
+            missing = self._missing()
+            if not self._counted:
+                self._counted = True
+                for i, slot in self._expected - self._got:
+                    ax = self.axes[i]
+                    if not ax.lost:
+                        ax.tpdo_missed += 1
+                        ax.tpdo_missed_time = now
+            return missing
 
     def restart(self) -> None:
         """Forget the TPDOs owed for the last SYNC (after a reset or enable: a drive
@@ -184,14 +214,20 @@ class CyclicExchange:
             self._got = set()
 
     def sync(self, now: float, wait_for_answers: bool = True) -> bool:
-        """Send SYNC; but with ``wait_for_answers`` (the drives are running on targets) not
-        while a drive that is not lost still owes TPDOs of the previous one: then the cycle
-        is withheld (returns False). Raises python-can's errors."""
+        """Send SYNC; but with ``wait_for_answers`` (the backend's way) not while a drive that
+        is not lost has owed TPDOs for more than ``tolerance`` cycles in a row, unless its
+        heartbeat came after the last SYNC was sent: then the cycle is withheld (returns
+        False). Raises python-can's errors."""
         with self.lock:
-            if wait_for_answers and self._missing():
-                self.stats["withheld"] += 1
-                return False
+            behind = [self.axes[i] for i in self._missing() if self.axes[i].silent_cycles > self.tolerance]
+            if wait_for_answers and behind:
+                if all(ax.hb_time is not None and ax.hb_time > self.sync_time for ax in behind):
+                    self.stats["resynced"] += 1         # alive, but that SYNC never reached it
+                else:
+                    self.stats["withheld"] += 1
+                    return False
             self._got = set()
+            self._counted = False
             self._expected = {(ax.index, p.slot) for ax in self.axes if not ax.lost for p in ax.tpdos}
             self.sync_time = now
             latched, self._latched = self._latched, None

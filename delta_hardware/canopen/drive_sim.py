@@ -49,10 +49,12 @@ import numpy as np
 from canopen import LocalNode
 
 from delta_core.robot_file import load_robot
-from delta_hardware.canopen import cia402
+from delta_hardware import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.bus import open_bus
-from delta_hardware.canopen.cia402 import Command, State
+from delta_hardware.canopen.receiver import ReceiverWatch
+from delta_hardware.canopen.startup import SIMULATED_DEVICE
+from delta_hardware.cia402 import Command, State
 from delta_hardware.canopen.config import DrivesConfig, load_drives_config
 from delta_hardware.drives.interface import DriveState, Mode
 from delta_hardware.drives.simulated import SimulatedDriveSet
@@ -62,7 +64,7 @@ ERROR_REGISTER_BITS = {0x2: 0x02, 0x3: 0x04, 0x4: 0x08, 0x8: 0x10}   # code clas
 WORKSPACE_FAULT = 0xFF01             # device specific: the simulated mechanism left its workspace
 MODE_FAULT = 0x6320                  # parameter error: the three drives are in different modes
 SYNC_FAULT = 0x8100                  # communication: no SYNC for simulation.sync_timeout while enabled
-DEVICE_NAME = "delta-drive-sim"      # 0x1008 manufacturer device name: how a master knows it is simulated
+DEVICE_NAME = SIMULATED_DEVICE       # 0x1008 manufacturer device name: how a master knows it is simulated
 
 
 class _Pdo:
@@ -333,7 +335,10 @@ class SimulatedCia402Drives:
     ``realtime``: step the physics by the time between the master's SYNCs (from the frames'
     timestamps, so not stretched by this process's own lag; at least 0, at most 5
     interpolation periods) instead of one interpolation period per SYNC: for a master that
-    runs its trajectories on the wall clock.
+    runs its trajectories on the wall clock. ``faults``: (axis 0-2, error code, simulated
+    time in s) to inject once that time is reached (a fault a reset clears: demos, benches).
+    A receive error of the bus (a datagram that is not a CAN frame on a ``udp_multicast``
+    port) is counted (``receiver.errors``), not fatal.
 
     :attr:`enabled_time`: simulated seconds stepped with all three drives in operation
     enabled (the time the robot moved under the master's targets).
@@ -341,7 +346,7 @@ class SimulatedCia402Drives:
 
     def __init__(self, robot="nt_robot", interface="virtual", channel="vcan0", drives_config="",
                  true_robot=None, payload: float = 0.0, absent=(), initial_position=None, seed=0,
-                 bus_options=None, realtime: bool = False):
+                 bus_options=None, realtime: bool = False, faults=()):
         self.realtime = bool(realtime)
         self.robot = load_robot(robot)
         self.cfg: DrivesConfig = (drives_config if isinstance(drives_config, DrivesConfig)
@@ -371,6 +376,9 @@ class SimulatedCia402Drives:
             d = SimulatedDrive(self, axis, node_id, self.cfg.object_dictionary(node_id))
             self.network.add_node(d.node)
             self.drives.append(d)
+        self.faults = sorted(((float(t), int(a), int(c)) for a, c, t in faults), reverse=True)
+        self.receiver = ReceiverWatch(f"{interface} {channel}")
+        self.receiver.attach(self.network)
         self.network.subscribe(SYNC_COB_ID, self._on_sync)
         self.network.subscribe(0, self._on_nmt)
         self.network.connect()
@@ -429,6 +437,10 @@ class SimulatedCia402Drives:
                 if d.dirty:
                     d.refresh()
             self._step(drives, since)
+            while self.faults and self.time >= self.faults[-1][0] - 1e-9:
+                _, axis, code = self.faults.pop()
+                if self.drives[axis] is not None:
+                    self.drives[axis].fault(code)
             self._update_actual()
             for d in drives:
                 d.send_tpdos(self.sync_count)
@@ -592,6 +604,11 @@ class SimulatedCia402Drives:
 
     def drive_state(self, axis: int) -> State:
         return self.drives[axis].state
+
+    def states(self) -> str:
+        """The CiA 402 state of each drive, e.g. ``switch on disabled, fault, absent``."""
+        with self.lock:
+            return ", ".join(d.state.value if d else "absent" for d in self.drives)
 
     def sync_periods(self) -> np.ndarray:
         """Intervals (s) between the SYNC messages received (the last 100000)."""

@@ -5,23 +5,26 @@ stopped answering the SYNC.
 Each finding puts a reason text under the axis in the backend's fault table (the first
 reason per axis stays, except that an EMCY replaces a bare "the drive is in fault"):
 
-* **heartbeat lost**: none for longer than the consumer time ``heartbeat.timeout_ms``. The
+* **heartbeat lost**: none for longer than the consumer time ``heartbeat.timeout_ms`` (the
+  drive is marked ``lost``: the exchange no longer waits for its TPDOs). The
   master's own stalls do not count: after a control cycle that came more than ``max_stall``
   late (the loop quick-stops for that itself), heartbeats are judged from that cycle on, since
   the ones that arrived meanwhile may not have been read yet;
 * **left NMT operational**: a heartbeat reports another state (a reboot sends boot-up);
 * **in fault**: the statusword (TPDO or SDO) shows fault; the error code comes with it;
-* **silent**: no TPDO answer for ``ceil(max_stall * rate)`` control cycles in a row. Counted
-  in cycles, not seconds, so a master that is itself late does not blame the drives; a silent
-  drive is marked ``lost`` (its quick stop then rides on the RPDO, see :mod:`.cyclic`).
+* **silent**: no TPDO answer for ``ceil(max_stall * rate)`` control cycles in a row (the drives
+  cannot run longer on their last targets: the exchange waits for a drive that owes TPDOs for
+  more than ``timing.tpdo_misses`` cycles, :mod:`.cyclic`). Counted in cycles, not seconds, so
+  a master that is itself late does not blame the drives; a silent drive is marked ``lost``.
+  Single lost frames are not: the last values are held and counted (:mod:`.cyclic`).
 """
 from __future__ import annotations
 
 import math
 import time
 
-from delta_hardware.canopen import cia402
-from delta_hardware.canopen.cia402 import State
+from delta_hardware import cia402
+from delta_hardware.cia402 import State
 from delta_hardware.canopen.startup import NMT_OPERATIONAL, nmt_name
 
 
@@ -43,6 +46,7 @@ class Monitor:
         self.consumer_time = cfg.heartbeat_timeout
         self.max_stall = cfg.max_stall
         self.silence_limit = max(2, int(math.ceil(cfg.max_stall * self.rate - 1e-9)))
+        self.tolerance = cfg.tpdo_misses
         self.active = False
         self.emcy_log: list = []                  # (axis, code, register, monotonic time)
         self.resumed_at = -math.inf                # end of the master's last stall > max_stall
@@ -91,22 +95,20 @@ class Monitor:
                         f"max_stall {self.max_stall * 1e3:.0f} ms), node {ax.node_id}"))
 
     @staticmethod
-    def mark_lost(ax) -> None:
+    def mark_lost(ax, silent: bool = True) -> None:
+        """``ax`` is gone: the exchange no longer waits for its TPDOs. ``silent``: its TPDOs
+        (or an SDO answer) stopped, so an SDO to it would only wait for its timeout."""
         if not ax.lost:
             ax.lost = True
             ax.lost_time = time.monotonic()
+        ax.silent = ax.silent or silent
 
     # ------------------------------------------------------------------ any thread
     def responsive(self, ax) -> bool:
-        """Whether ``ax`` answers: not lost, and its TPDOs came within the last cycle."""
-        return not ax.lost and ax.silent_cycles <= 1
-
-    def resumed(self, ax) -> bool:
-        """Whether the lost drive ``ax`` showed life again (a heartbeat or a TPDO since)."""
-        if not ax.lost:
-            return False
-        t = ax.lost_time
-        return (ax.hb_time is not None and ax.hb_time > t) or (ax.answered_time is not None and ax.answered_time > t)
+        """Whether ``ax`` answers (worth an SDO now): not found silent, and its TPDOs missing
+        for no more cycles in a row than the lost frames tolerated (``timing.tpdo_misses``).
+        A drive whose heartbeat alone is lost may still answer."""
+        return not ax.silent and ax.silent_cycles <= max(self.tolerance, 1)
 
     def heartbeat_age(self, ax, now: float) -> float:
         """Seconds without a heartbeat from ``ax``, not counting the master's own long stalls."""
@@ -126,6 +128,7 @@ class Monitor:
                     age = "ever" if ax.hb_time is None else f"{now - ax.hb_time:.2f} s"
                     self.faults[ax.index] = (f"heartbeat lost: none for {age} "
                                              f"(consumer time {self.consumer_time * 1e3:.0f} ms), node {ax.node_id}")
+                    self.mark_lost(ax, silent=False)    # gone: SYNC no longer waits for it
                 elif ax.hb_state != NMT_OPERATIONAL:
                     self.faults[ax.index] = (f"the drive left NMT operational (heartbeat reports "
                                              f"{nmt_name(ax.hb_state)}), node {ax.node_id}")
@@ -142,5 +145,5 @@ class Monitor:
         with self.lock:
             self.faults.pop(ax.index, None)
             ax.silent_cycles = 0
-            ax.lost = False
+            ax.lost = ax.silent = False
             ax.lost_time = None

@@ -17,6 +17,7 @@ is made that way).
 from __future__ import annotations
 
 import io
+import locale
 from dataclasses import dataclass, replace
 
 import canopen
@@ -24,6 +25,8 @@ from canopen.objectdictionary import (INTEGER8, INTEGER16, INTEGER32, UNSIGNED8,
                                       UNSIGNED32, VISIBLE_STRING, ODArray, ODRecord, ODVariable,
                                       ObjectDictionary)
 from canopen.objectdictionary.eds import export_eds
+
+from delta_core.paths import check_output_file, read_bytes
 
 DEVICE_TYPE_SERVO = 0x00020192           # 0x1000: profile 402 (0x0192), type servo drive (0x0002)
 PDO_SLOTS = 4                            # RPDO/TPDO 1..4 (the pre-defined connection set)
@@ -242,13 +245,19 @@ def write_eds(path, name: str = "generic CiA 402 servo drive") -> None:
             "CreationDate": "01-01-2025", "CreationTime": "12:00PM",
             "ModificationDate": "01-01-2025", "ModificationTime": "12:00PM", "CreatedBy": "delta_robot"}
     export_eds(od, buf, file_info=info)
+    check_output_file(path, "the EDS file")              # a FIFO or a device: refused, no open blocks
     with open(path, "w", encoding="utf-8") as f:
         f.write(buf.getvalue())
 
 
 def load_eds(path, node_id: int) -> ObjectDictionary:
-    """The object dictionary of an EDS/DCF file, COB-IDs resolved for ``node_id``."""
-    return canopen.import_od(str(path), node_id)
+    """The object dictionary of an EDS/DCF file, COB-IDs resolved for ``node_id``. The file is
+    read through :func:`delta_core.paths.read_bytes` (a FIFO or a device is refused, no open
+    blocks; at most 16 MB) and decoded as ``open`` would."""
+    data = read_bytes(path, 16 << 20, "an EDS file")
+    text = io.StringIO(data.decode(locale.getpreferredencoding(False)))
+    text.name = str(path)                                  # canopen tells EDS from EPF by the name
+    return canopen.import_od(text, node_id)
 
 
 def find(od: ObjectDictionary, index: int, subindex: int) -> ODVariable | None:

@@ -3,7 +3,7 @@
     delta-drive-sim [--interface udp_multicast] [--channel 239.74.163.2[:port]] [--robot nt_robot]
                     [--drives-config generic_cia402] [--true-robot FILE] [--payload KG]
                     [--torque-noise NM] [--velocity-noise RAD_S] [--realtime] [--absent AXIS ...]
-                    [--status-period S] [--duration S]
+                    [--status-period S] [--duration S] [--inject-fault AXIS:CODE@S ...]
 
 Every argument is checked; a bad one prints one line, ``delta-drive-sim: error: argument
 --duration: must be a finite number >= 0 s, got -1 (see --help)``, and exits with status 2.
@@ -52,6 +52,23 @@ def _axis(text: str) -> int:
     if text.strip() not in ("1", "2", "3"):
         raise argparse.ArgumentTypeError(f"must be an axis 1, 2 or 3, got {text!r}")
     return int(text)
+
+
+def _fault(text: str):
+    """``AXIS:CODE[@SECONDS]`` -> (axis 0-2, code, simulated s or None: on SIGUSR1): ``2:0x2310@3.5``.
+
+    >>> _fault("2:0x2310@3.5"), _fault("3:0x7121")
+    ((1, 8976, 3.5), (2, 28961, None))
+    """
+    try:
+        axis, rest = text.split(":", 1)
+        code, _, at = rest.partition("@")
+        a, c, t = _axis(axis) - 1, int(code, 0), (float(at) if at else None)
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"must be AXIS:CODE[@SECONDS] like 2:0x2310@3.5, got {text!r}") from None
+    if not (0 < c <= 0xFFFF and (t is None or (math.isfinite(t) and t >= 0))):
+        raise argparse.ArgumentTypeError(f"must have an error code 0x0001-0xFFFF and a time >= 0 s, got {text!r}")
+    return a, c, t
 
 
 def _interface(text: str) -> str:
@@ -110,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--absent", type=_axis, nargs="*", default=[], help="axes (1-3) whose drive is not on the bus")
     ap.add_argument("--status-period", type=_number(" s"), default=0.0, help="s between status lines (0: none)")
     ap.add_argument("--duration", type=_number(" s"), default=0.0, help="s to run (0: until stopped)")
+    ap.add_argument("--inject-fault", type=_fault, nargs="*", default=[], metavar="AXIS:CODE[@S]",
+                    help="fault the drive of AXIS (1-3) with the EMCY error CODE (a fault a reset clears) once the "
+                         "drives' simulated time reaches S seconds, e.g. 2:0x2310@3.5; without @S each time the "
+                         "process gets SIGUSR1")
     return ap
 
 
@@ -123,9 +144,11 @@ def _say(text: str, err: bool = False) -> None:
 def main(argv=None) -> int:
     """Entry point of ``delta-drive-sim``; returns the exit status (0, or 2 for bad input)."""
     stop = threading.Event()
+    usr1 = threading.Event()
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):    # also when started with SIGINT ignored (background)
             signal.signal(sig, lambda *_: stop.set())
+        signal.signal(signal.SIGUSR1, lambda *_: usr1.set())
     ap = build_parser()
     a = ap.parse_args(argv)
     problem = check_channel(a.interface, a.channel)
@@ -163,7 +186,7 @@ def main(argv=None) -> int:
     try:
         sim = SimulatedCia402Drives(robot, a.interface, a.channel, cfg, true_robot=true_robot,
                                     payload=a.payload, absent=tuple(k - 1 for k in a.absent),
-                                    realtime=a.realtime)
+                                    realtime=a.realtime, faults=[f for f in a.inject_fault if f[2] is not None])
     except (DrivesConfigError, DriveError, ValueError) as e:
         _say(f"{PROG}: error: {e}", err=True)
         return 2
@@ -181,9 +204,15 @@ def main(argv=None) -> int:
         end = t0 + a.duration if a.duration else math.inf
         while not stop.is_set():
             now = time.monotonic()
-            wake = min(end, next_status if a.status_period else math.inf, now + 0.2)
+            wake = min(end, next_status if a.status_period else math.inf, now + 0.02)
             stop.wait(max(wake - now, 0.0))
             now = time.monotonic()
+            if usr1.is_set():
+                usr1.clear()
+                for axis, code, at in a.inject_fault:
+                    if at is None and sim.drives[axis] is not None:
+                        sim.inject_fault(axis, code, persistent=False)
+                        _say(f"{PROG}: fault 0x{code:04X} injected on axis {axis + 1} (SIGUSR1)")
             if a.status_period and now >= next_status:
                 next_status += a.status_period
                 with sim.lock:
@@ -195,12 +224,13 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:                             # only if the handler could not be installed
         pass
     finally:
+        states = sim.states()
         closed = sim.close()
     p = sim.sync_periods()
     stats = (f"; SYNC period p50 {1e3 * np.percentile(p, 50):.3f} ms, p99 {1e3 * np.percentile(p, 99):.3f} ms, "
              f"max {1e3 * p.max():.3f} ms" if len(p) > 1 else "")
     _say(f"{PROG}: stopped after {sim.sync_count} SYNC ({sim.time:.3f} s simulated, {sim.enabled_time:.3f} s "
-         f"enabled){stats}; {'bus closed' if closed else 'the bus did not close cleanly'}")
+         f"enabled), drives at exit: [{states}]{stats}; {'bus closed' if closed else 'the bus did not close cleanly'}")
     return 0
 
 

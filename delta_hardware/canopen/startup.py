@@ -5,7 +5,9 @@ them, start them. Every step is bounded by a timeout of the drives config and fa
 1. :func:`probe`: NMT pre-operational, then every drive asked for its device type (0x1000)
    at once; a silent bus and a missing drive are told apart and named;
 2. :func:`configure` (per drive, the backend runs them in parallel with :func:`parallel`): its
-   device name read (0x1008, optional); a drive left enabled is disabled; encoder resolution checked (0x608F); mode of operation
+   device name read (0x1008, optional; ``delta-drive-sim``'s drives, a Python process that a
+   busy host slows, get :data:`SIMULATED_SDO_TIMEOUT` for their SDO answers); a drive left
+   enabled is disabled; encoder resolution checked (0x608F); mode of operation
    (0x6060) written and its display (0x6061) checked; interpolation period (0x60C2) and SYNC
    period (0x1006); max torque (0x6072), motor rated torque (0x6076), quick stop option
    (0x605A), software position limits (0x607D), following error window (0x6065); heartbeat
@@ -21,13 +23,17 @@ import time
 
 import canopen
 
-from delta_hardware.canopen import cia402
-from delta_hardware.canopen.cia402 import Command, State
+from delta_hardware import cia402
+from delta_hardware.cia402 import Command, State
 from delta_hardware.canopen.config import interpolation_period_encoding
 from delta_hardware.canopen.pdo_map import map_pdos
 from delta_hardware.drives.interface import DriveError
 
 NMT_OPERATIONAL = 5
+#: 0x1008 of ``delta-drive-sim``'s drives: how a master knows they are simulated
+SIMULATED_DEVICE = "delta-drive-sim"
+#: s an SDO answer of a simulated drive may take: a Python process on a busy host, not a drive
+SIMULATED_SDO_TIMEOUT = 1.0
 
 
 def nmt_name(state) -> str:
@@ -106,6 +112,8 @@ def configure(ax, cfg, robot, period: float, interp_period: float, network: cano
     the module docstring, then the PDO mapping. The drive ends in switch on disabled (or
     where it was, if below)."""
     ax.device_name = ax.read_device_name()
+    if ax.device_name.startswith(SIMULATED_DEVICE):
+        ax.node.sdo.RESPONSE_TIMEOUT = max(cfg.sdo_timeout, SIMULATED_SDO_TIMEOUT)
     st = ax.read_state()
     if st in (State.READY_TO_SWITCH_ON, State.SWITCHED_ON, State.OPERATION_ENABLED, State.QUICK_STOP_ACTIVE):
         ax.write("controlword", Command.DISABLE_VOLTAGE.value)      # a safe start

@@ -38,9 +38,32 @@ class Feedback:
 
 
 class DriveSet(ABC):
-    """Three servo axes driven together, one cycle at a time."""
+    """Three servo axes driven together, one cycle at a time.
+
+    A bus builds its drive set from its parameter block with the classmethod
+    ``from_parameters(robot, values, rate)`` (:class:`~delta_hardware.drives.bus.DriveBus`).
+    """
 
     mode: Mode = Mode.TORQUE
+    #: the drives are simulated (their time is the simulation's): the loop may run them in
+    #: simulated time (``use_sim_time``); real drives run on the steady clock
+    simulated: bool = False
+    #: s the drives may run on their last targets without a control cycle (None: no figure of
+    #: their own; the loop's default applies)
+    max_stall: float | None = None
+
+    @property
+    def summary(self) -> str:
+        """A few words on what the drives are (for the node's start-up line)."""
+        return ""
+
+    def lockstep(self) -> None:
+        """Run in simulated time: every exchange waits for the drives' answers (simulated
+        drives only; a no-op where the simulation is in process)."""
+
+    def diagnostics(self) -> dict:
+        """Key/value strings for ``/diagnostics`` (the bus, per-axis state, counters)."""
+        return {}
 
     @abstractmethod
     def enable(self) -> None:
@@ -48,7 +71,9 @@ class DriveSet(ABC):
 
     @abstractmethod
     def disable(self) -> None:
-        """Disable every axis (brakes hold the arms)."""
+        """Disable every axis (brakes hold the arms), confirmed by each drive that answers;
+        raises DriveError naming every drive that could not be confirmed. Safe to call at any
+        time, from any thread, also after a fault or a quick stop, and more than once."""
 
     @abstractmethod
     def quick_stop(self, reason: str = "") -> None:
@@ -71,11 +96,15 @@ class DriveSet(ABC):
         """
 
     @abstractmethod
-    def cycle(self, dt: float) -> None:
-        """Run one exchange of ``dt`` seconds (advance the simulation, or send SYNC)."""
+    def cycle(self, dt: float) -> float:
+        """Run one exchange of ``dt`` seconds (advance the simulation, or send SYNC). Returns
+        the time (s) the drives advanced: ``dt``, or 0 when the exchange was held back (no SYNC
+        went out: a drive still owes the last one's answers); the loop's trajectory time must
+        not run ahead of the drives (a jump of the position target)."""
 
     def close(self) -> None:
-        """Release the bus / resources."""
+        """Disable every drive that answers (as :meth:`disable`, never raising) and release the
+        bus / resources. Called on every exit path; safe to call more than once."""
 
     @property
     @abstractmethod

@@ -20,10 +20,11 @@ import threading
 
 import numpy as np
 
-from delta_core.robot_file import RobotParameters, load_robot
+from delta_core.robot_file import RobotFileError, RobotParameters, load_robot
 from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
-from delta_dynamics.kinds import model_for
-from delta_dynamics.plant import Plant, make_plant
+from delta_dynamics.kinds import model_for, same_kind_model
+from delta_dynamics.plant import PLANTS, Plant, make_plant
+from delta_hardware.drives.bus import BusParameter, DriveBus
 from delta_hardware.drives.interface import DriveError, DriveSet, DriveState, Feedback, Mode
 from delta_hardware.drives.scaling import AxisScaling
 
@@ -58,6 +59,7 @@ class SimulatedDriveSet(DriveSet):
         for name, v in (("torque_noise", torque_noise), ("velocity_noise", velocity_noise)):
             if not (math.isfinite(v) and v >= 0):
                 raise DriveError(f"simulated {name} must be a finite number >= 0, got {v}")
+        self.plant_name = plant if isinstance(plant, str) else type(plant).__name__ if plant else "explicit"
         if plant is None or isinstance(plant, str):
             true = with_payload(load_robot(true_robot) if true_robot not in (None, "") else self.robot, payload)
             try:
@@ -88,6 +90,28 @@ class SimulatedDriveSet(DriveSet):
         self._applied = (0.0, 0.0, 0.0)
         self._lock = threading.Lock()
         self.time = 0.0
+
+    #: the drives are the simulation: the loop may run them in simulated time
+    simulated = True
+
+    @classmethod
+    def from_parameters(cls, robot, values: dict, rate: float) -> "SimulatedDriveSet":
+        """The ``sim`` bus: the simulated drives from its parameter block (:data:`BUS`); a
+        ``true_robot`` file is loaded here, at the edge."""
+        try:
+            true = same_kind_model(values["true_robot"], robot, "true_robot").robot if values["true_robot"] else robot
+        except RobotFileError as e:
+            msg = str(e)
+            raise DriveError(msg if msg.startswith("true_robot") else f"true_robot: {msg}") from None
+        except (OSError, ValueError) as e:
+            raise DriveError(f"true_robot: {e}") from None
+        return cls(robot, true_robot=true, plant=values["plant"], payload=float(values["sim_payload"]),
+                   torque_noise=float(values["sim_torque_noise"]), velocity_noise=float(values["sim_velocity_noise"]),
+                   counts_per_rev=int(values["sim_counts_per_rev"]))
+
+    @property
+    def summary(self) -> str:
+        return f"plant {self.plant_name}"
 
     # ------------------------------------------------------------------ state machine
     @property
@@ -146,8 +170,9 @@ class SimulatedDriveSet(DriveSet):
             if velocity is not None:
                 self._cmd_velocity = _finite3(velocity, "velocity")
 
-    def cycle(self, dt: float) -> None:
-        """Advance the plant by ``dt`` s under the last targets (steps of at most 1/drive_rate)."""
+    def cycle(self, dt: float) -> float:
+        """Advance the plant by ``dt`` s under the last targets (steps of at most 1/drive_rate);
+        returns ``dt`` (the simulation never holds an exchange back)."""
         n = max(1, int(math.ceil(dt * self.drive_rate - 1e-9)))
         h = dt / n
         with self._lock:
@@ -155,6 +180,7 @@ class SimulatedDriveSet(DriveSet):
                 self._physics_step(h)
             self.time += dt
             self._draw_noise()
+        return dt
 
     def _physics_step(self, h: float) -> None:
         if self._state is not DriveState.ENABLED:
@@ -204,6 +230,27 @@ class SimulatedDriveSet(DriveSet):
             raise DriveError("cannot move the simulated robot by hand while enabled")
         with self._lock:
             self.plant.place(q)
+
+
+def _plant_names() -> tuple:
+    return tuple(PLANTS.names() if hasattr(PLANTS, "names") else PLANTS)
+
+
+#: The ``sim`` drive bus: its parameter block and its drive set (registered in :mod:`delta_hardware.drives`)
+BUS = DriveBus(
+    description="the simulated robot: a plant stepped at the drive rate behind three simulated servo axes",
+    parameters=(
+        BusParameter("true_robot", "", "sim: physics robot file if it differs from `robot`"),
+        BusParameter("plant", "explicit", "sim: the physics: explicit (the controller's model, fastest) | "
+                                          "multibody | mujoco", choices=_plant_names),
+        BusParameter("sim_payload", 0.0, "sim: kg on the platform that the controller does not know", lo=0.0, hi=1000.0),
+        BusParameter("sim_torque_noise", 0.02, "sim: N m standard deviation of the measured effort", lo=0.0, hi=100.0),
+        BusParameter("sim_velocity_noise", 0.0, "sim: rad/s standard deviation of the measured velocity",
+                     lo=0.0, hi=100.0),
+        BusParameter("sim_counts_per_rev", 131072, "sim: motor encoder increments per revolution",
+                     lo=1, hi=2 ** 40, integer=True),
+    ),
+    drive_set="delta_hardware.drives.simulated:SimulatedDriveSet")
 
 
 def with_payload(robot: RobotParameters, payload: float) -> RobotParameters:

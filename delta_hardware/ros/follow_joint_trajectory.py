@@ -58,13 +58,12 @@ from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoi
 from delta_dynamics.algorithms import forward_kinematics, jacobian
 from delta_hardware.drives import DriveError
 from delta_hardware.ros.messages import to_sec, to_time
-from delta_hardware.ros.trajectory_intake import cartesian_points, joint_points
+from delta_hardware.ros.trajectory_intake import MULTI_DOF_JOINT, cartesian_points, check_duration, joint_points
 from delta_hardware.trajectory_plan import PLATFORM_JOINTS, TrajectoryRejected, build_plan, match_joint_names
 
 Result = FollowJointTrajectory.Result
 #: threads of the companion's executor: a running goal, a new goal (which preempts it), cancels
 THREADS = 4
-MULTI_DOF_JOINT = "platform"
 
 
 class GoalRejected(ValueError):
@@ -192,6 +191,10 @@ class FollowJointTrajectoryServer:
         has_joint, has_multi = len(goal.trajectory.points) > 0, len(goal.multi_dof_trajectory.points) > 0
         if has_joint == has_multi:
             raise GoalRejected("a goal needs points in exactly one of trajectory and multi_dof_trajectory")
+        max_points = int(node.get_parameter("max_trajectory_points").value)
+        n_points = len(goal.trajectory.points) + len(goal.multi_dof_trajectory.points)
+        if n_points > max_points:
+            raise GoalRejected(f"{n_points} points, more than max_trajectory_points {max_points}")
         if has_multi:
             names = list(goal.multi_dof_trajectory.joint_names)
             if names != [prefix + MULTI_DOF_JOINT]:
@@ -207,6 +210,7 @@ class FollowJointTrajectoryServer:
             space, order = match_joint_names(model, given)
             canonical = list(model.joint_names) if space == "joint" else list(PLATFORM_JOINTS)
             fb_names = [prefix + n for n in canonical]
+        check_duration(times, start, node.now(), float(node.get_parameter("max_trajectory_duration").value))
         current = node.loop.current_setpoint()
         start_tol = float(node.get_parameter("action_start_tolerance").value)
         if len(times) and times[0] == 0.0:
@@ -306,18 +310,36 @@ class FollowJointTrajectoryServer:
         with self._cv:
             self._executing += 1
             _, prepared = self._prepared.pop(id(handle.request), (None, None))
+        started = {}                            # "plan": the plan submitted for this goal
         try:
-            return self._run(handle, prepared)
-        except Exception:                     # noqa: BLE001 - the context went down under us (SIGINT)
-            if self.node.context.ok() and not self._closing:
-                raise
-            return Result(error_code=Result.INVALID_GOAL, error_string="the hardware node is shutting down")
+            return self._run(handle, prepared, started)
+        except Exception as e:                # noqa: BLE001 - a goal never ends without a code and a reason
+            if not self.node.context.ok() or self._closing:       # the context went down under us (SIGINT)
+                return Result(error_code=Result.INVALID_GOAL, error_string="the hardware node is shutting down")
+            self._hold_if_following(started.get("plan"))
+            text = f"execution failed ({type(e).__name__}: {e}); the robot holds where its setpoint is"
+            self.node.get_logger().error(f"action goal: {text}")
+            try:
+                return self._finish(handle, Result.INVALID_GOAL, text)
+            except Exception:                 # noqa: BLE001 - the handle is already terminal
+                return Result(error_code=Result.INVALID_GOAL, error_string=text)
         finally:
             with self._cv:
                 self._executing -= 1
                 self._cv.notify_all()
 
-    def _finish(self, handle, code, text, how="abort"):
+    def _hold_if_following(self, plan) -> None:
+        """Hold the robot if it still follows ``plan``: a goal reported failed never keeps
+        moving the robot (a newer trajectory that replaced it is left alone)."""
+        loop = getattr(self.node, "loop", None)
+        if plan is not None and loop is not None and loop.is_following(plan):
+            loop.hold()
+
+    def _finish(self, handle, code, text, how="abort", plan=None):
+        """End the goal: ``how`` abort | cancel | succeed, with ``code`` and ``text``; an abort
+        holds the robot if it still follows ``plan``."""
+        if how == "abort":
+            self._hold_if_following(plan)
         result = Result(error_code=code, error_string=text)
         getattr(handle, {"abort": "abort", "cancel": "canceled", "succeed": "succeed"}[how])()
         if code != Result.SUCCESSFUL:
@@ -325,7 +347,7 @@ class FollowJointTrajectoryServer:
                             warn=how != "cancel")
         return result
 
-    def _run(self, handle, prepared):
+    def _run(self, handle, prepared, started: dict):
         node = self.node
         if prepared is None:
             return self._finish(handle, Result.INVALID_GOAL, "goal not checked")
@@ -336,6 +358,7 @@ class FollowJointTrajectoryServer:
                                       prepared.qd, prepared.qdd)
         except (TrajectoryRejected, DriveError, ValueError) as e:
             return self._finish(handle, Result.INVALID_GOAL, str(e))
+        started["plan"] = plan                        # for _execute's error path: hold it
         run = Running(plan, prepared)
         self._running = run
         period = 1.0 / float(node.get_parameter("action_monitor_rate").value)
@@ -345,17 +368,16 @@ class FollowJointTrajectoryServer:
                     return Result(error_code=Result.INVALID_GOAL, error_string="the hardware node is shutting down")
                 if self._closing or not node._active():
                     return self._finish(handle, Result.INVALID_GOAL, "the hardware node stopped (shutdown or "
-                                        "deactivated)")
+                                        "deactivated)", plan=plan)
                 if handle.is_cancel_requested:
                     node.loop.hold()
                     node.event("action goal canceled: holding")
                     return self._finish(handle, Result.SUCCESSFUL, "canceled", how="cancel")
                 if node.loop.stopped_reason:
                     return self._finish(handle, Result.PATH_TOLERANCE_VIOLATED,
-                                        f"robot stopped: {node.loop.stopped_reason}")
+                                        f"robot stopped: {node.loop.stopped_reason}", plan=plan)
                 if run.violation:
-                    node.loop.hold()
-                    return self._finish(handle, Result.PATH_TOLERANCE_VIOLATED, run.violation)
+                    return self._finish(handle, Result.PATH_TOLERANCE_VIOLATED, run.violation, plan=plan)
                 now = node.now()
                 following = node.loop.is_following(plan)
                 if not following and now < plan.end_time - 1e-3:
@@ -370,7 +392,7 @@ class FollowJointTrajectoryServer:
                     if prepared.goal_time > 0 and now > plan.end_time + prepared.goal_time:
                         return self._finish(handle, Result.GOAL_TOLERANCE_VIOLATED,
                                             f"{why} {now - plan.end_time:.3f} s after the end "
-                                            f"(goal_time_tolerance {prepared.goal_time:g} s)")
+                                            f"(goal_time_tolerance {prepared.goal_time:g} s)", plan=plan)
                 time.sleep(period)
         finally:
             run.done = True

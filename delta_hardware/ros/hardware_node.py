@@ -46,7 +46,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint, MultiDOFJ
 
 from delta_core.robot_file import RobotFileError, load_robot
 from delta_core.ros.node_util import strip_prefix
-from delta_dynamics.kinds import joint_units, model_for
+from delta_dynamics.kinds import joint_units, model_for, same_kind_model
 from delta_hardware.control_loop import ControlLoop, LoopConfig, gain_limits
 from delta_hardware.drives import DriveError, make_drives
 from delta_hardware.loop_thread import LoopThread, RealtimeSettings, SimTimeLoopThread
@@ -55,7 +55,6 @@ from delta_hardware.ros.parameters import PARAMETERS, check_parameters
 from delta_hardware.ros.trajectory_intake import TrajectoryIntake
 from delta_hardware.trajectory_plan import TrajectoryRejected, build_plan, match_joint_names
 
-SIM_HARDWARE = ("sim", "mock")
 #: /joint_states kept for reliable subscribers that fall behind (10 s at 500 Hz): the
 #: identification window and recorders lose no sample to a busy host
 JOINT_STATES_DEPTH = 5000
@@ -117,7 +116,8 @@ class HardwareNode(LifecycleNode):
                     check_parameters({**self.params(), "feedforward": p.value})
                     changes["feedforward"] = p.value
                 elif p.name == "feedforward_robot":
-                    changes["model"] = model_for(load_robot(p.value or self.get_parameter("robot").value))
+                    changes["model"] = same_kind_model(p.value or self.get_parameter("robot").value, self.model,
+                                                       "feedforward_robot")
                 else:
                     check_parameters({**self.params(), p.name: p.value})
                     v = np.array([float(x) for x in p.value])
@@ -156,7 +156,6 @@ class HardwareNode(LifecycleNode):
         p = self.params()
         try:
             check_parameters(p)
-            sim = p["hardware"] in SIM_HARDWARE
             use_sim_time = bool(self.get_parameter("use_sim_time").value)
             robot = load_robot(p["robot"])
             self.model = model_for(robot)
@@ -165,29 +164,20 @@ class HardwareNode(LifecycleNode):
             self._gains_max = gain_limits(self.model, rate)
             for name in ("kp", "kd"):
                 self._check_gain(name, np.array(p[name], dtype=float))
-            if sim:
-                true = load_robot(p["true_robot"]) if p["true_robot"] else robot
-                options = dict(true_robot=true, plant=p["plant"], payload=float(p["sim_payload"]),
-                               torque_noise=float(p["sim_torque_noise"]),
-                               velocity_noise=float(p["sim_velocity_noise"]),
-                               counts_per_rev=int(p["sim_counts_per_rev"]))
-            else:
-                options = dict(interface=p["can_interface"], channel=p["can_channel"],
-                               drives_config=p["drives_config"], rate=float(p["control_rate"]))
-            self.drives = make_drives("sim" if sim else p["hardware"], robot, **options)
+            self.drives = make_drives(p["hardware"], robot, p, rate=rate)     # the bus takes its own parameters
             # simulated drives (ours, or CiA 402 drives simulated on the bus: their physics
             # steps per SYNC) can run in simulated time; real drives run on the steady clock
-            simulated = sim or bool(getattr(self.drives, "simulated", False))
+            simulated = self.drives.simulated
             if use_sim_time and not simulated:
                 raise ValueError("use_sim_time needs simulated drives (hardware sim, or delta-drive-sim on the "
                                  "bus): real drives run on the steady clock")
-            max_stall = float(p["max_stall"]) or float(getattr(self.drives, "max_stall", 0.25))
+            max_stall = float(p["max_stall"]) or float(self.drives.max_stall or 0.25)
             cfg = LoopConfig(rate=rate, kp=tuple(p["kp"]), kd=tuple(p["kd"]),
                              command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
                              max_stall=max_stall, feedforward_timeout=float(p["feedforward_timeout"]))
             self.loop = ControlLoop(self.model, self.drives, cfg)
             if p["feedforward_robot"]:
-                self.loop.reconfigure(model=model_for(load_robot(p["feedforward_robot"])))
+                self.loop.reconfigure(model=same_kind_model(p["feedforward_robot"], self.model, "feedforward_robot"))
         except (RobotFileError, DriveError, ValueError) as e:
             self.get_logger().error(f"configure failed, staying unconfigured: {e}")
             self.event(f"configure failed: {e}", warn=True)
@@ -195,7 +185,7 @@ class HardwareNode(LifecycleNode):
             self.loop = None
             return TransitionCallbackReturn.FAILURE
         self.owns_time = simulated and use_sim_time
-        if self.owns_time and hasattr(self.drives, "lockstep"):
+        if self.owns_time:
             self.drives.lockstep()                # simulated drives on the bus: wait for their answers
         self.prefix = p["prefix"]
         self.joint_names = [self.prefix + n for n in self.model.joint_names]     # as published
@@ -204,8 +194,8 @@ class HardwareNode(LifecycleNode):
         self._failure = ""
         self._create_entities()
         clock = (f"simulated time (real_time_factor {p['real_time_factor']:g})" if self.owns_time
-                 else "wall-clock simulation" if sim else f"steady clock, max_stall {cfg.max_stall * 1e3:.0f} ms")
-        hw = f"{p['hardware']} (plant {p['plant']})" if sim else p["hardware"]
+                 else f"steady clock, max_stall {cfg.max_stall * 1e3:.0f} ms")
+        hw = f"{p['hardware']} ({self.drives.summary})" if self.drives.summary else p["hardware"]
         self.get_logger().info(f"configured: robot {robot.name} ({robot.source}), hardware {hw}, "
                                f"{cfg.rate:g} Hz, {clock}, feedforward {cfg.feedforward}")
         return TransitionCallbackReturn.SUCCESS
@@ -330,7 +320,7 @@ class HardwareNode(LifecycleNode):
         p = self.params()
         self.intake = TrajectoryIntake(lambda: self.model, self.submit_points, self._reject,
                                        lambda: (int(p["max_trajectory_points"]), float(p["max_trajectory_duration"])),
-                                       prefix=self.prefix)
+                                       prefix=self.prefix, now=self.now)
         subs = [
             self.create_subscription(JointTrajectory, "~/joint_trajectory",
                                      lambda raw: self._on_trajectory("joint trajectory", raw), 10, raw=True),

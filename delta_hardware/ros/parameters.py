@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from delta_core.rates import CONTROL_RATE_MAX, CONTROL_RATE_MIN
 from delta_core.ros.names import PREFIX_RULE
+from delta_hardware.drives import BUSES, bus_parameters
 
 
 @dataclass(frozen=True)
@@ -26,13 +27,8 @@ def _finite(v) -> bool:
 
 PARAMETERS = {
     "robot": Param("nt_robot", "the controller's robot file (preset name or path)"),
-    "hardware": Param("sim", "drive backend: sim (simulated drives; also accepted: mock) | canopen"),
-    "true_robot": Param("", "sim: physics robot file if it differs from `robot`"),
-    "plant": Param("explicit", "sim: the physics: explicit (the controller's model, fastest) | multibody | mujoco"),
-    "sim_payload": Param(0.0, "sim: kg on the platform that the controller does not know"),
-    "sim_torque_noise": Param(0.02, "sim: N m standard deviation of the measured effort"),
-    "sim_velocity_noise": Param(0.0, "sim: rad/s standard deviation of the measured velocity"),
-    "sim_counts_per_rev": Param(131072, "sim: motor encoder increments per revolution"),
+    "hardware": Param("sim", "drive bus: " + " | ".join(f"{n} ({BUSES.info(n)['description']})"
+                                                         for n in BUSES.names())),
     "real_time_factor": Param(1.0, "sim in simulated time (use_sim_time): simulated seconds per wall "
                                    "second (0: as fast as the host can)"),
     "start_paused": Param(False, "sim in simulated time: start paused at t = 0 (resume with ~/pause false)"),
@@ -66,12 +62,12 @@ PARAMETERS = {
                                    "tolerance (0: no limit, as joint_trajectory_controller's constraints.goal_time)"),
     "action_start_tolerance": Param(0.01, "rad: a FollowJointTrajectory point at time 0 may be this far from the "
                                           "setpoint and is then dropped (MoveIt's allowed_start_tolerance)"),
-    "can_interface": Param("virtual", "canopen: python-can interface"),
-    "can_channel": Param("vcan0", "canopen: channel"),
-    "drives_config": Param("", "canopen: config/drives/<name>.yaml or a path"),
 }
+#: each drive bus's own parameters (the bus declares them: delta_hardware.drives.bus)
+BUS_PARAMETERS = bus_parameters()
+PARAMETERS.update({name: Param(b.default, b.description) for name, b in BUS_PARAMETERS.items()})
 
-HARDWARE = ("sim", "mock", "canopen")
+HARDWARE = BUSES.names()
 PREFIX = PREFIX_RULE
 FEEDFORWARD = ("topic", "model", "none")
 
@@ -96,11 +92,6 @@ def _rules(p: dict):
 
     yield "robot", isinstance(p["robot"], str) and bool(p["robot"].strip()), "must be a preset name or a robot file path"
     yield "hardware", p["hardware"] in HARDWARE, f"must be one of {', '.join(HARDWARE)}"
-    yield number("sim_payload", 0.0, 1000.0)
-    yield number("sim_torque_noise", 0.0, 100.0)
-    yield number("sim_velocity_noise", 0.0, 100.0)
-    yield "sim_counts_per_rev", isinstance(p["sim_counts_per_rev"], int) and 1 <= p["sim_counts_per_rev"] <= 2 ** 40, \
-        "must be an integer 1 - 2^40"
     yield number("real_time_factor", 0.0, 1000.0)
     yield number("pause_at", 0.0)
     yield number("control_rate", CONTROL_RATE_MIN, CONTROL_RATE_MAX)
@@ -111,7 +102,6 @@ def _rules(p: dict):
     yield number("command_timeout", 0.0, 3600.0, lo_open=True)
     yield number("max_command_step", 0.0, 10.0, lo_open=True)
     yield number("max_stall", 0.0, 60.0)
-    yield "plant", p["plant"] in ("explicit", "multibody", "mujoco"), "must be one of explicit, multibody, mujoco"
     yield "max_trajectory_points", isinstance(p["max_trajectory_points"], int) and \
         2 <= p["max_trajectory_points"] <= 10_000_000, "must be an integer 2 - 10000000"
     yield number("max_trajectory_duration", 0.0, 7 * 86400.0, lo_open=True)
@@ -126,6 +116,8 @@ def _rules(p: dict):
     yield number("action_start_tolerance", 0.0, 1.0)
     yield "cpu_affinity", isinstance(p["cpu_affinity"], int) and p["cpu_affinity"] >= -1, \
         "must be -1 (any CPU) or a CPU index"
+    for name, b in BUS_PARAMETERS.items():
+        yield name, b.check(p[name]), b.rule
 
 
 def check_parameters(p: dict, node: str = "delta_hardware") -> None:

@@ -11,6 +11,7 @@ is checked.
 """
 from __future__ import annotations
 
+import math
 import queue
 import threading
 
@@ -25,6 +26,11 @@ MULTI_DOF_TRAJECTORY = "trajectory_msgs/msg/MultiDOFJointTrajectory"
 #: bytes per point a serialized JointTrajectory point may take (3 joints, positions,
 #: velocities, accelerations, effort, time) with room to spare: the size check before parsing
 BYTES_PER_POINT = 400
+#: The one multi-DOF joint of a Delta robot (its platform; translation only), as named in
+#: MultiDOFJointTrajectory.joint_names (with the robot's prefix).
+MULTI_DOF_JOINT = "platform"
+#: rad: the largest rotation a transform may give the platform (which keeps its orientation)
+ROTATION_TOLERANCE = 1e-6
 
 
 def deserialize(raw: bytes, typename: str):
@@ -81,6 +87,9 @@ def joint_points(model, msg, prefix: str = ""):
     for k, p in enumerate(msg.points):
         for field, out in rows.items():
             out.append(_column(getattr(p, field), order, f"point {k}: {field}", names))
+        effort = _column(p.effort, order, f"point {k}: effort", names)      # checked, not used:
+        if effort is not None and not np.isfinite(effort).all():          # the model gives the efforts
+            raise TrajectoryRejected(f"point {k}: effort must be finite numbers, got {list(p.effort)}")
         times[k] = _seconds(p.time_from_start)
     if any(r is None for r in rows["positions"]):
         k = next(k for k, r in enumerate(rows["positions"]) if r is None)
@@ -100,8 +109,47 @@ def joint_points(model, msg, prefix: str = ""):
     return q, qd, qdd, times, _seconds(msg.header.stamp)
 
 
+def _check_rotation(k: int, r) -> None:
+    """A transform's rotation must be the identity: a Delta robot's platform keeps its
+    orientation (a rotation that is not finite, not a unit quaternion or turns it: refused)."""
+    quat = (r.x, r.y, r.z, r.w)
+    if not all(math.isfinite(c) for c in quat):
+        raise TrajectoryRejected(f"point {k}: transforms[0].rotation must be finite, got "
+                                 f"[x, y, z, w] = {list(quat)}")
+    norm = math.sqrt(sum(c * c for c in quat))
+    if abs(norm - 1.0) > 1e-6:
+        raise TrajectoryRejected(f"point {k}: transforms[0].rotation must be a unit quaternion, got "
+                                 f"[x, y, z, w] = {list(quat)} (norm {norm:.6g}; the identity is w = 1)")
+    angle = 2.0 * math.atan2(math.sqrt(r.x * r.x + r.y * r.y + r.z * r.z), abs(r.w))
+    if angle > ROTATION_TOLERANCE:
+        raise TrajectoryRejected(f"point {k}: transforms[0].rotation turns the platform by "
+                                 f"{math.degrees(angle):.4g} deg: the platform of a Delta robot keeps its "
+                                 f"orientation (give the identity rotation, w = 1)")
+
+
+def _linear(k: int, what: str, twist) -> tuple:
+    """The linear part of a twist (velocity or acceleration); its angular part must be zero."""
+    w = (twist.angular.x, twist.angular.y, twist.angular.z)
+    if not all(math.isfinite(c) for c in w):
+        raise TrajectoryRejected(f"point {k}: {what}[0].angular must be finite, got {list(w)}")
+    if any(w):
+        raise TrajectoryRejected(f"point {k}: {what}[0].angular must be zero (the platform keeps its "
+                                 f"orientation), got {list(w)}")
+    v = twist.linear
+    return v.x, v.y, v.z
+
+
 def cartesian_points(model, msg, prefix: str = ""):
-    """(q, qd, qdd, times, start) from a MultiDOFJointTrajectory of platform positions."""
+    """(q, qd, qdd, times, start) from a MultiDOFJointTrajectory of platform positions.
+
+    ``joint_names`` must be ``[prefix + "platform"]`` (the one multi-DOF joint), each point
+    one transform (the platform position; its rotation the identity) and at most one
+    velocity and one acceleration (angular parts zero)."""
+    names = list(msg.joint_names)
+    want = prefix + MULTI_DOF_JOINT
+    if names != [want]:
+        raise TrajectoryRejected(f"joint_names must be [{want!r}] (the platform: the one multi-DOF joint of "
+                                 f"a Delta robot{', with this robot prefix' if prefix else ''}), got {names}")
     if not len(msg.points):
         raise TrajectoryRejected("trajectory has no points")
     X, V, A = [], [], []
@@ -109,14 +157,17 @@ def cartesian_points(model, msg, prefix: str = ""):
     for k, p in enumerate(msg.points):
         if not len(p.transforms):
             raise TrajectoryRejected(f"point {k}: no transform (platform position)")
+        for what, items in (("transforms", p.transforms), ("velocities", p.velocities),
+                            ("accelerations", p.accelerations)):
+            if len(items) > 1:
+                raise TrajectoryRejected(f"point {k}: {len(items)} {what} for 1 joint name ({want})")
+        _check_rotation(k, p.transforms[0].rotation)
         t = p.transforms[0].translation
         X.append((t.x, t.y, t.z))
         if len(p.velocities):
-            v = p.velocities[0].linear
-            V.append((v.x, v.y, v.z))
+            V.append(_linear(k, "velocities", p.velocities[0]))
         if len(p.accelerations):
-            a = p.accelerations[0].linear
-            A.append((a.x, a.y, a.z))
+            A.append(_linear(k, "accelerations", p.accelerations[0]))
         times[k] = _seconds(p.time_from_start)
     for what, rows in (("velocities", V), ("accelerations", A)):
         if rows and len(rows) != len(X):
@@ -125,20 +176,38 @@ def cartesian_points(model, msg, prefix: str = ""):
     return q, qd, qdd, times, _seconds(msg.header.stamp)
 
 
+def check_duration(times, start: float, now: float, max_duration: float) -> None:
+    """Refuse a trajectory that ends more than ``max_duration`` s from ``now``: its last
+    ``time_from_start`` plus, for a ``header.stamp`` (``start``) in the future, the wait until
+    it starts (a stamp a day ahead is a day-long trajectory, whatever its points say)."""
+    times = np.asarray(times, dtype=float)
+    if not len(times) or not np.isfinite(times).all():
+        return                                            # build_plan says why
+    wait = start - now if start and start > now else 0.0
+    end = wait + float(times.max())
+    if end > max_duration:
+        lasts = f"lasts {times.max():.6g} s" if not wait else (
+            f"starts {wait:.6g} s from now (header.stamp) and lasts {times.max():.6g} s: ends {end:.6g} s from now")
+        raise TrajectoryRejected(f"{lasts}, longer than max_trajectory_duration {max_duration:g} s")
+
+
 class TrajectoryIntake:
     """A worker thread that turns raw trajectory messages into submitted plans.
 
     ``submit(source, q, qd, qdd, times, start)`` (the node's) builds, validates and submits a
     plan; ``reject(source, reason)`` reports a refusal. ``limits()`` gives the current
-    (max_points, max_duration); ``prefix`` is the robot's joint name prefix. Messages wait in a queue of ``depth``; when it is full the
-    oldest waiting one is dropped and reported (the newest command wins, as on the topic).
+    (max_points, max_duration); ``prefix`` is the robot's joint name prefix; ``now()`` the
+    node's time (a future ``header.stamp`` counts toward max_duration). Messages wait in a
+    queue of ``depth``; when it is full the oldest waiting one is dropped and reported (the
+    newest command wins, as on the topic).
     """
 
     KINDS = {"joint trajectory": (JOINT_TRAJECTORY, joint_points),
              "cartesian trajectory": (MULTI_DOF_TRAJECTORY, cartesian_points)}
 
-    def __init__(self, model_of, submit, reject, limits, depth: int = 4, prefix: str = ""):
+    def __init__(self, model_of, submit, reject, limits, depth: int = 4, prefix: str = "", now=None):
         self.model_of = model_of
+        self.now = now                   # the node's time (s), for a header.stamp in the future
         self.prefix = prefix
         self.submit = submit
         self.reject = reject
@@ -188,7 +257,5 @@ class TrajectoryIntake:
             raise TrajectoryRejected(f"{len(msg.points)} points, more than max_trajectory_points {max_points}")
         model = self.model_of()
         q, qd, qdd, times, start = convert(model, msg, self.prefix)
-        if len(times) and np.isfinite(times).all() and times.max() > max_duration:
-            raise TrajectoryRejected(f"lasts {times.max():.6g} s, longer than max_trajectory_duration "
-                                     f"{max_duration:g} s")
+        check_duration(times, start, self.now() if self.now is not None else start, max_duration)
         self.submit(source, start, times, q, qd, qdd)

@@ -143,3 +143,73 @@ def check_case(case: Case, tmp: Path, prog: str, main, module: str) -> None:
         code, so, se = run_in_process(main, argv)
     problems = verdict(case, prog, code, se, out)
     assert not problems, f"{case.id}: {problems}\nstderr: {se[-3000:]}"
+
+
+# ----------------------------------------------------------------------------- special files
+
+def _fifo(p: Path) -> None:
+    os.mkfifo(p)
+
+
+def _socket(p: Path) -> None:
+    import socket
+    s = socket.socket(socket.AF_UNIX)
+    cwd = os.getcwd()
+    try:                             # a short relative name: AF_UNIX paths are limited to 107 bytes
+        os.chdir(p.parent)
+        s.bind(p.name)
+    finally:
+        os.chdir(cwd)
+        s.close()                    # the socket file stays
+
+
+def _char_device(p: Path) -> None:
+    os.symlink("/dev/null", p)       # followed: a character device (/dev/zero would never end)
+
+
+def _block_device(p: Path) -> None:
+    import stat
+    os.mknod(p, stat.S_IFBLK | 0o600, os.makedev(7, 0))      # a loop device node, never opened
+
+
+def _directory(p: Path) -> None:
+    p.mkdir()
+
+
+def _symlink_loop(p: Path) -> None:
+    os.symlink(p.name, p)            # points at itself
+
+
+def _dangling(p: Path) -> None:
+    os.symlink(p.name + ".gone", p)
+
+
+#: Every kind of path that is not a readable regular file: (maker(path), the words of the
+#: refusal). A reader must refuse each by name, without blocking (a FIFO) and without
+#: reading (a device).
+SPECIALS = {
+    "fifo": (_fifo, "a FIFO (named pipe)"),
+    "socket": (_socket, "a socket"),
+    "char-device": (_char_device, "a character device"),
+    "block-device": (_block_device, "a block device"),
+    "directory": (_directory, "a directory"),
+    "symlink-loop": (_symlink_loop, "a symlink loop"),
+    "dangling-symlink": (_dangling, "a dangling symlink"),
+}
+
+
+def _read_only(p: Path) -> None:
+    p.write_text("keep me\n")
+    p.chmod(0o444)
+
+
+#: Output paths that must be refused before any work: (maker(path), words of the refusal).
+OUTPUT_SPECIALS = {
+    "fifo": (_fifo, "is a FIFO (named pipe); cannot write"),
+    "socket": (_socket, "is a socket; cannot write"),
+    "char-device": (_char_device, "is a character device; cannot write"),
+    "block-device": (_block_device, "is a block device; cannot write"),
+    "directory": (_directory, "is a directory; give a file name"),
+    "symlink-loop": (_symlink_loop, "is a symlink loop"),
+    "read-only": (_read_only, "is a read-only file; refusing to replace it"),
+}

@@ -11,7 +11,7 @@ import pytest
 
 from delta_description.cli import main
 
-from bad_input_harness import NT_ROBOT, Case, check_case, sparse
+from bad_input_harness import NT_ROBOT, OUTPUT_SPECIALS, SPECIALS, Case, check_case, sparse
 
 BASE = NT_ROBOT.read_text(encoding="utf-8")
 
@@ -71,11 +71,11 @@ CASES = [
          "/proc/x.urdf: No such file or directory", **URDF),
     # --urdf input of check
     Case("check-urdf-missing", ["check", "--robot", "nt_robot", "--urdf", "{tmp}/absent.urdf"],
-         "absent.urdf: No such file or directory"),
+         "absent.urdf: URDF not found"),
     Case("check-urdf-binary", ["check", "--robot", "nt_robot", "--urdf", "{tmp}/x.urdf"],
          "x.urdf: not UTF-8 text: byte 0xff", files={"x.urdf": b"<robot>\xff\xfe</robot>"}),
     Case("check-urdf-dev-zero", ["check", "--robot", "nt_robot", "--urdf", "/dev/zero"],
-         "/dev/zero: more than the 10 MB allowed for a URDF"),
+         "/dev/zero: a character device, not a URDF"),
     Case("check-urdf-sparse", ["check", "--robot", "nt_robot", "--urdf", "{tmp}/x.urdf"],
          "bytes, more than the 10 MB allowed for a URDF", files={"x.urdf": sparse(10 << 30)}),
     Case("check-urdf-not-xml", ["check", "--robot", "nt_robot", "--urdf", "{tmp}/x.urdf"],
@@ -97,6 +97,20 @@ CASES = [
     Case("render-bad-robot", ["render", "--robot", "{tmp}/x.yaml", "--out", "{out}"],
          "x.yaml: gravity must be finite", files={"x.yaml": nt("gravity: 9.80665", "gravity: .nan")},
          out_name="out.png", subprocess=True),
+    # special files (bad_input_harness.SPECIALS): refused by name; a FIFO never blocks (as a
+    # real subprocess, whose timeout fails a regression instead of hanging the run)
+    *[Case(f"check-robot-{k}", ["check", "--robot", "{tmp}/r.yaml"], f"r.yaml: {w}", files={"r.yaml": m},
+           subprocess=k == "fifo") for k, (m, w) in SPECIALS.items()],
+    *[Case(f"check-urdf-{k}", ["check", "--robot", "nt_robot", "--urdf", "{tmp}/x.urdf"], f"x.urdf: {w}",
+           files={"x.urdf": m}, subprocess=k == "fifo") for k, (m, w) in SPECIALS.items()],
+    *[Case(f"urdf-out-{k}", ["urdf", "--robot", "nt_robot", "-o", "{tmp}/o.urdf"], f"o.urdf: {w}",
+           files={"o.urdf": m}, **URDF) for k, (m, w) in OUTPUT_SPECIALS.items()],
+    Case("urdf-out-dev-null", ["urdf", "--robot", "nt_robot", "-o", "/dev/null"],
+         "/dev/null: is a character device; cannot write the output there", **URDF),
+    Case("moveit-out-file", ["moveit", "--robot", "nt_robot", "--out", "{out}"], "is a regular file, not a folder",
+         **URDF),
+    *[Case(f"moveit-out-{k}", ["moveit", "--robot", "nt_robot", "--out", "{tmp}/cfg"], f"cfg: is {w}",
+           files={"cfg": m}, **URDF) for k, (m, w) in SPECIALS.items() if k in ("fifo", "char-device", "socket")],
 ]
 
 

@@ -13,7 +13,7 @@ import pytest
 from delta_dynamics.cli import main
 from delta_dynamics.limits import MAX_SAMPLES
 
-from bad_input_harness import NT_ROBOT, Case, check_case, sparse
+from bad_input_harness import NT_ROBOT, OUTPUT_SPECIALS, SPECIALS, Case, check_case, sparse
 
 HEADER = "t,x,y,z,xd,yd,zd,xdd,ydd,zdd\n"
 JOINT_HEADER = "t,q1,q2,q3,qd1,qd2,qd3,tau1,tau2,tau3\n"
@@ -84,9 +84,9 @@ CASES = [
          "argument --dwell: must be >= 0 s"),
     Case("trajectory-out-dir", T + ["circle", "--out", "{tmp}"], "is a directory"),
     # --- inverse: the trajectory CSV
-    Case("inverse-missing", INV, "in.csv: No such file or directory"),
+    Case("inverse-missing", INV, "in.csv: CSV file not found"),
     Case("inverse-dev-zero", ["inverse", "--trajectory", "/dev/zero", "--out", "{out}"],
-         "/dev/zero:1: line longer than 64 kB (no line break in the whole file)", subprocess=True),
+         "/dev/zero: a character device, not a CSV file", subprocess=True),
     Case("inverse-sparse-10GB", INV, "in.csv:1: line longer than 64 kB", files={"in.csv": sparse(10 << 30)}),
     Case("inverse-no-newline", INV, "in.csv:1: line longer than 64 kB",
          files={"in.csv": "t,x,y,z" + ",0" * 100000}),
@@ -137,15 +137,36 @@ CASES = [
     Case("forward-one-row", FWD, "in.csv: 1 data row, need at least 2", files={"in.csv": JOINT_HEADER + "0,0.4,0.4,0.4,0,0,0,1,1,1\n"}),
     Case("forward-start-outside", FWD, "initial state: joint 1 angle",
          files={"in.csv": GOOD_JOINT.replace("0.000,0.4", "0.000,3.0")}),
-    Case("forward-dev-zero", ["forward", "--torques", "/dev/zero", "--out", "{out}"], "line longer than 64 kB"),
+    Case("forward-dev-zero", ["forward", "--torques", "/dev/zero", "--out", "{out}"],
+         "/dev/zero: a character device, not a CSV file"),
     # --- single points
     Case("ik-nan", ["ik", "nan", "0", "-0.8"], "argument X: not a finite number"),
     Case("ik-huge", ["ik", "0", "0", "1e308"], "argument Z: must be <= 100 m"),
     Case("ik-unreachable", ["ik", "0", "0", "5"], "is unreachable"),
     Case("fk-huge", ["fk", "1e300", "0", "0"], "argument Q1: must be <= 10 rad"),
     Case("fk-limits", ["fk", "2", "0", "0"], "joint 1 angle 2.0000 rad is outside its limits"),
-    Case("ik-robot-dev-zero", ["ik", "0", "0", "-0.8", "--robot", "/dev/zero"], "/dev/zero: more than the 1 MB"),
+    Case("ik-robot-dev-zero", ["ik", "0", "0", "-0.8", "--robot", "/dev/zero"],
+         "/dev/zero: a character device, not a robot file"),
     Case("demo-out-unwritable", ["demo", "--out", "/proc/x"], "/proc/x: No such file or directory"),
+    # --- special files (bad_input_harness.SPECIALS): refused by name before any work; a FIFO
+    # never blocks (a real subprocess: its timeout fails a regression instead of hanging)
+    *[Case(f"ik-robot-{k}", ["ik", "0", "0", "-0.8", "--robot", "{tmp}/r.yaml"], f"r.yaml: {w}",
+           files={"r.yaml": m}, subprocess=k == "fifo") for k, (m, w) in SPECIALS.items()],
+    *[Case(f"inverse-trajectory-{k}", INV, f"in.csv: {w}", files={"in.csv": m}, subprocess=k == "fifo")
+      for k, (m, w) in SPECIALS.items()],
+    *[Case(f"forward-torques-{k}", FWD, f"in.csv: {w}", files={"in.csv": m}, subprocess=k == "fifo")
+      for k, (m, w) in SPECIALS.items()],
+    *[Case(f"circle-out-{k}", T + ["circle", "--out", "{tmp}/o.csv"], f"o.csv: {w}",
+           files={"o.csv": m}) for k, (m, w) in OUTPUT_SPECIALS.items()],
+    *[Case(f"inverse-out-{k}", ["inverse", "--trajectory", "{tmp}/in.csv", "--out", "{tmp}/o.csv"],
+           f"o.csv: {w}", files={"in.csv": GOOD_TRAJ, "o.csv": m}) for k, (m, w) in OUTPUT_SPECIALS.items()],
+    Case("forward-out-dev-null", FWD[:3] + ["--out", "/dev/null"], "/dev/null: is a character device; cannot write",
+         files={"in.csv": GOOD_JOINT}),
+    Case("demo-out-file", ["demo", "--out", "{out}"], "is a regular file, not a folder"),
+    Case("demo-out-fifo", ["demo", "--out", "{tmp}/d"], "d: is a FIFO (named pipe), not a folder",
+         files={"d": SPECIALS["fifo"][0]}),
+    Case("compare-plot-read-only", ["compare", "--trajectory", "{tmp}/in.csv", "--plot", "{tmp}/p.png"],
+         "p.png: is a read-only file", files={"in.csv": GOOD_TRAJ, "p.png": OUTPUT_SPECIALS["read-only"][0]}),
 ]
 
 

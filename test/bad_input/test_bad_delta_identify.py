@@ -10,6 +10,7 @@ Add a case: append a :class:`Case` to CASES (a file is text, bytes or a callable
 """
 from __future__ import annotations
 
+import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -24,7 +25,7 @@ from delta_dynamics.identification.cli import main
 from delta_dynamics.limits import MAX_SAMPLES
 from delta_dynamics.rotary.model import RotaryModel
 
-from bad_input_harness import Case, check_case, sparse
+from bad_input_harness import OUTPUT_SPECIALS, SPECIALS, Case, check_case, sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_identification import EXCITE, fourier  # noqa: E402
@@ -96,10 +97,10 @@ CASES = [
     Case("all-same-time", RUN, "too few samples in time order: 1", files={"d.csv": csv(
         lambda t, q, tau: (0 * t, q, tau))}, **OUT),
     # --- unreadable or malformed files
-    Case("missing", RUN, "d.csv: file not found", **OUT),
+    Case("missing", RUN, "d.csv: data file not found", **OUT),
     Case("directory", ["--robot", "nt_robot", "--data", "{tmp}", "--out", "{out}"], "a directory", **OUT),
     Case("dev-zero", ["--robot", "nt_robot", "--data", "/dev/zero", "--out", "{out}"],
-         "/dev/zero:1: line longer than 64 kB", subprocess=True, **OUT),
+         "/dev/zero: a character device, not a data file", subprocess=True, **OUT),
     Case("sparse-10GB", RUN, "d.csv:1: line longer than 64 kB", files={"d.csv": sparse(10 << 30)}, **OUT),
     Case("not-utf8", RUN, "d.csv: not UTF-8 text: byte 0xe9", files={"d.csv": HEAD.encode() + b"# caf\xe9\n"}, **OUT),
     Case("empty", RUN, "d.csv: empty file", files={"d.csv": ""}, **OUT),
@@ -119,8 +120,24 @@ CASES = [
          **OUT),
     Case("robot-bad", ["--robot", "{tmp}/r.yaml", "--data", "{tmp}/d.csv", "--out", "{out}"], "r.yaml: is empty",
          files={"r.yaml": "", "d.csv": HEAD + ROWS}, **OUT),
-    Case("out-dir", ["--robot", "nt_robot", "--data", "{tmp}/d.csv", "--out", "{tmp}", "-q"], "cannot write",
-         files={"d.csv": csv()}, code=1, **OUT),
+    Case("out-dir", ["--robot", "nt_robot", "--data", "{tmp}/d.csv", "--out", "{tmp}", "-q"],
+         "is a directory; give a file name", files={"d.csv": csv()}, **OUT),
+    # special files (bad_input_harness.SPECIALS): refused by name before any work; a FIFO never
+    # blocks (a real subprocess: its timeout fails a regression instead of hanging)
+    *[Case(f"data-{k}", RUN, f"d.csv: {w}", files={"d.csv": m}, subprocess=k == "fifo", **OUT)
+      for k, (m, w) in SPECIALS.items() if k != "directory"],
+    *[Case(f"robot-{k}", ["--robot", "{tmp}/r.yaml", "--data", "{tmp}/d.csv", "--out", "{out}"], f"r.yaml: {w}",
+           files={"r.yaml": m, "d.csv": HEAD + ROWS}, subprocess=k == "fifo", **OUT) for k, (m, w) in SPECIALS.items()],
+    *[Case(f"out-{k}", ["--robot", "nt_robot", "--data", "{tmp}/d.csv", "--out", "{tmp}/o.yaml"],
+           f"o.yaml: {w}", files={"d.csv": HEAD + ROWS, "o.yaml": m}, **OUT)
+      for k, (m, w) in OUTPUT_SPECIALS.items()],
+    Case("report-file", RUN + ["--report", "{out}"], "is a regular file, not a folder", files={"d.csv": HEAD + ROWS}, **OUT),
+    Case("bag-storage-fifo", ["--robot", "nt_robot", "--data", "{tmp}/bag", "--out", "{out}"],
+         "bag_0.db3: a FIFO (named pipe), not a rosbag2 storage file", files={"bag": lambda p: (
+             p.mkdir(), (p / "metadata.yaml").write_text(
+                 "rosbag2_bagfile_information:\n  version: 5\n  storage_identifier: sqlite3\n"
+                 "  relative_file_paths: [bag_0.db3]\n"), os.mkfifo(p / "bag_0.db3"))},
+         subprocess=True, **OUT),
     # --- options
     *[Case(f"option{opt}-{val}", RUN + [opt, val], f"argument {opt}: {msg}", files={"d.csv": HEAD + ROWS}, **OUT)
       for opt, val, msg in [
@@ -163,8 +180,11 @@ CASES = [
          out_name="out.csv", subprocess=True),
     Case("excite-scale", EXC + ["--scale", "2"], "argument --scale: must be <= 1", out_name="out.csv"),
     Case("excite-starts", EXC + ["--starts", "0"], "argument --starts: must be >= 1", out_name="out.csv"),
-    Case("excite-robot", ["excite", "--robot", "/dev/zero", "--out", "{out}"], "/dev/zero: more than the 1 MB",
-         out_name="out.csv"),
+    Case("excite-robot", ["excite", "--robot", "/dev/zero", "--out", "{out}"],
+         "/dev/zero: a character device, not a robot file", out_name="out.csv"),
+    Case("excite-robot-fifo", ["excite", "--robot", "{tmp}/r.yaml", "--out", "{out}"],
+         "r.yaml: a FIFO (named pipe), not a robot file", files={"r.yaml": SPECIALS["fifo"][0]},
+         out_name="out.csv", subprocess=True),
 ]
 
 

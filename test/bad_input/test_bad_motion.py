@@ -17,9 +17,9 @@ PICK = ["plan", "pick", "--from", "-0.1525", "0", "-0.78", "--to", "0.1525", "0"
 GOOD = "x,y,z\n-0.1,0,-0.8\n0.1,0,-0.8\n"
 
 CASES = [
-    Case("retime-missing", RT, "p.csv: No such file or directory"),
-    Case("retime-dev-zero", ["retime", "--path", "/dev/zero", "--out", "{out}"], "line longer than 64 kB"),
-    Case("retime-directory", ["retime", "--path", "{tmp}", "--out", "{out}"], "Is a directory"),
+    Case("retime-missing", RT, "p.csv: CSV file not found"),
+    Case("retime-dev-zero", ["retime", "--path", "/dev/zero", "--out", "{out}"], "/dev/zero: a character device, not a CSV file"),
+    Case("retime-directory", ["retime", "--path", "{tmp}", "--out", "{out}"], ": a directory, not a CSV file"),
     Case("retime-not-utf8", RT, "not UTF-8 text", files={"p.csv": b"x,y,z\n\xff,0,0\n"}),
     Case("retime-one-row", RT, "p.csv: 1 data row, need at least 2", files={"p.csv": "x,y,z\n0,0,-0.8\n"}),
     Case("retime-no-z", RT, "missing column 'z'", files={"p.csv": "x,y\n0,0\n1,1\n"}),

@@ -16,7 +16,7 @@ from delta_core.robot_file import RobotFileError, linear, load_robot, rotary
 from delta_core.robot_file.bounds import markdown_table
 from delta_dynamics.rotary.model import RotaryModel
 
-from bad_input_harness import NT_ROBOT, Case, check_case
+from bad_input_harness import NT_ROBOT, SPECIALS, Case, check_case
 
 BASE = NT_ROBOT.read_text(encoding="utf-8")
 
@@ -156,8 +156,22 @@ def test_bad_robot_file_is_refused_in_one_line(tmp_path, name, content, message)
     assert "\n" not in text and len(text) < 600, text
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", list(SPECIALS))
+def test_a_special_file_is_refused_by_name_without_blocking(tmp_path, kind):
+    """A FIFO (the open used to wait for a writer forever), a socket, a device, a directory, a
+    symlink loop (it said 'robot file not found'), a dangling symlink: one line naming it."""
+    make, words = SPECIALS[kind]
+    p = tmp_path / "r.yaml"
+    make(p)
+    with pytest.raises(RobotFileError) as e:
+        load_robot(p)
+    assert str(e.value).startswith(f"{p}: {words}"), str(e.value)
+    assert "not found" not in str(e.value) or kind == "dangling-symlink"
+
+
 def test_special_files(tmp_path):
-    with pytest.raises(RobotFileError, match=r"^/dev/zero: more than the 1 MB allowed for a robot file"):
+    with pytest.raises(RobotFileError, match=r"^/dev/zero: a character device, not a robot file"):
         load_robot("/dev/zero")
     with pytest.raises(RobotFileError, match="a directory, not a robot file"):
         load_robot(str(tmp_path) + "/")
@@ -224,8 +238,12 @@ CLI_CASES = [
          "platform), got 1e+308", files={"x.yaml": nt(("mass: 2.033", "mass: 1.0e+308"))}, subprocess=True),
     Case("urdf-alias-bomb", ["urdf", "--robot", "{tmp}/x.yaml", "-o", "{out}"], "alias bomb",
          files={"x.yaml": BASE + ALIAS_BOMB}, out_name="out.urdf"),
-    Case("urdf-dev-zero", ["urdf", "--robot", "/dev/zero", "-o", "{out}"], "/dev/zero: more than the 1 MB",
-         out_name="out.urdf"),
+    Case("urdf-dev-zero", ["urdf", "--robot", "/dev/zero", "-o", "{out}"],
+         "/dev/zero: a character device, not a robot file", out_name="out.urdf"),
+    Case("check-fifo", ["check", "--robot", "{tmp}/x.yaml"], "x.yaml: a FIFO (named pipe), not a robot file",
+         files={"x.yaml": SPECIALS["fifo"][0]}, subprocess=True),
+    Case("check-symlink-loop", ["check", "--robot", "{tmp}/x.yaml"], "x.yaml: a symlink loop",
+         files={"x.yaml": SPECIALS["symlink-loop"][0]}),
 ]
 
 

@@ -19,6 +19,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory,
                                  MultiDOFJointTrajectoryPoint)
 
+from bad_input_harness import SPECIALS
 from ros_helpers import ARMS, SIM_TIME, HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
@@ -32,7 +33,7 @@ def _dur(t):
     return Duration(sec=int(sec), nanosec=int(round((t - sec) * 1e9)) if math.isfinite(t) else 0)
 
 
-# (id, joint names, points: (time, positions[, velocities[, accelerations]]), expected text)
+# (id, joint names, points: (time, positions[, velocities[, accelerations[, effort]]]), expected text)
 TRAJECTORIES = [
     ("nan-position", ARMS, [(1.0, [NAN, 0.2, 0.2])], "positions must be finite"),
     ("inf-position", ARMS, [(1.0, [0.2, INF, 0.2])], "positions must be finite"),
@@ -56,6 +57,10 @@ TRAJECTORIES = [
     ("platform-above-base", PLATFORM, [(1.0, [0.0, 0.0, 0.5])], "for platform position (0, 0, 0.5) m"),
     ("too-fast", ARMS, [(0.05, [1.2, 0.2, 0.2])], "too fast"),
     ("jump-at-zero", ARMS, [(0.0, [1.0, 1.0, 1.0]), (1.0, [0.3, 0.3, 0.3])], "a jump"),
+    ("effort-short", ARMS, [(1.0, [0.2, 0.2, 0.2], [], [], [1.0, 2.0])], "point 0: effort has 2 values for 3 joint"),
+    ("effort-nan", ARMS, [(1.0, [0.2, 0.2, 0.2], [], [], [NAN, 0.0, 0.0])], "point 0: effort must be finite"),
+    ("effort-inf", ARMS, [(0.5, [0.2, 0.2, 0.2]), (1.0, [0.3, 0.3, 0.3], [], [], [0.0, INF, 0.0])],
+     "point 1: effort must be finite"),
     ("too-long", ARMS, [(1e5, HOLD)], "longer than max_trajectory_duration 3600 s"),
     ("huge-time", ARMS, [(2.0e9, HOLD)], "longer than max_trajectory_duration"),
 ]
@@ -100,11 +105,32 @@ def test_bad_joint_trajectory(robot, case):
             pt.velocities = list(rest[0])
         if len(rest) > 1:
             pt.accelerations = list(rest[1])
+        if len(rest) > 2:
+            pt.effort = list(rest[2])
         msg.points.append(pt)
     n0 = len(robot.events)
     robot.traj.publish(msg)
     event = robot.event_after(n0, "rejected")
     assert expect in event, event
+    _holds_still_and_lives(robot, q0)
+
+
+def test_a_future_header_stamp_counts_toward_max_trajectory_duration(robot):
+    """A trajectory of 1000 s stamped to start 3000 s from now ends 4000 s from now: more than
+    max_trajectory_duration (3600 s); its points alone were accepted before."""
+    robot.wait_sim(0.05)
+    q0 = robot.q.copy()
+    for topic, msg in (("joint trajectory", JointTrajectory(joint_names=ARMS, points=[
+            JointTrajectoryPoint(positions=list(q0), time_from_start=_dur(1000.0))])),
+                       ("cartesian trajectory", MultiDOFJointTrajectory(joint_names=["platform"], points=[
+                           MultiDOFJointTrajectoryPoint(transforms=[Transform(translation=Vector3(
+                               x=X_OK[0], y=X_OK[1], z=X_OK[2]))], time_from_start=_dur(1000.0))]))):
+        msg.header.stamp = Time(sec=int(robot.sim_time) + 3000)
+        n0 = len(robot.events)
+        (robot.traj if topic == "joint trajectory" else robot.cart).publish(msg)
+        event = robot.event_after(n0, f"{topic} rejected")
+        assert "s from now (header.stamp) and lasts 1000 s" in event and \
+            "longer than max_trajectory_duration 3600 s" in event, event
     _holds_still_and_lives(robot, q0)
 
 
@@ -132,30 +158,53 @@ def test_too_many_points(robot):
     _holds_still_and_lives(robot, q0)
 
 
-# (id, points as (time, position or None, velocity or None), expected text)
+P = ["platform"]
+X_OK = [0.02, 0.0, -0.75]
+TURN = (0.0, 0.0, math.sin(0.05), math.cos(0.05))      # 0.1 rad about z
+
+
+# (id, joint names, points as (time, position or None, velocity or None[, extras]), expected text);
+# extras: "R" the rotation (x, y, z, w), "transforms" how many, "W" the angular velocity
 CARTESIAN = [
-    ("no-transform", [(1.0, None, None)], "no transform"),
-    ("nan-position", [(1.0, [NAN, 0.0, -0.7], None)], "platform position must be finite"),
-    ("unreachable", [(1.0, [0.0, 0.0, -3.0], None)], "unreachable"),
-    ("some-velocities", [(0.5, [0.0, 0.0, -0.7], [0, 0, 0]), (1.0, [0.01, 0.0, -0.7], None)],
+    ("no-transform", P, [(1.0, None, None)], "no transform"),
+    ("nan-position", P, [(1.0, [NAN, 0.0, -0.7], None)], "platform position must be finite"),
+    ("unreachable", P, [(1.0, [0.0, 0.0, -3.0], None)], "unreachable"),
+    ("some-velocities", P, [(0.5, [0.0, 0.0, -0.7], [0, 0, 0]), (1.0, [0.01, 0.0, -0.7], None)],
      "velocities must be given for every point or for none"),
-    ("no-points", [], "trajectory has no points"),
+    ("no-points", P, [], "trajectory has no points"),
+    ("bogus-joint-name", ["bogus"], [(1.0, X_OK, None)], "joint_names must be ['platform'] (the platform"),
+    ("no-joint-name", [], [(1.0, X_OK, None)], "joint_names must be ['platform']"),
+    ("two-joint-names", ["platform", "platform2"], [(1.0, X_OK, None)], "joint_names must be ['platform']"),
+    ("two-transforms", P, [(1.0, X_OK, None, {"transforms": 2})], "point 0: 2 transforms for 1 joint name"),
+    ("two-velocities", P, [(1.0, X_OK, [0, 0, 0], {"velocities": 2})], "point 0: 2 velocities for 1 joint name"),
+    ("rotation", P, [(1.0, X_OK, None, {"R": TURN})], "rotation turns the platform by 5.73 deg"),
+    ("nan-rotation", P, [(1.0, X_OK, None, {"R": (NAN, 0.0, 0.0, 1.0)})], "rotation must be finite"),
+    ("zero-quaternion", P, [(1.0, X_OK, None, {"R": (0.0, 0.0, 0.0, 0.0)})], "must be a unit quaternion"),
+    ("angular-velocity", P, [(1.0, X_OK, [0, 0, 0], {"W": (0.0, 0.0, 0.2)})], "velocities[0].angular must be zero"),
+    ("nan-angular-velocity", P, [(1.0, X_OK, [0, 0, 0], {"W": (NAN, 0.0, 0.0)})],
+     "velocities[0].angular must be finite"),
 ]
 
 
 @pytest.mark.parametrize("case", CARTESIAN, ids=[c[0] for c in CARTESIAN])
 def test_bad_cartesian_trajectory(robot, case):
-    _, points, expect = case
+    from geometry_msgs.msg import Quaternion, Twist
+    _, names, points, expect = case
     robot.wait_sim(0.05)
     q0 = robot.q.copy()
-    msg = MultiDOFJointTrajectory(joint_names=["platform"])
-    for t, X, V in points:
+    msg = MultiDOFJointTrajectory(joint_names=list(names))
+    for t, X, V, *extras in points:
+        extra = extras[0] if extras else {}
         p = MultiDOFJointTrajectoryPoint(time_from_start=_dur(t))
         if X is not None:
-            p.transforms = [Transform(translation=Vector3(x=X[0], y=X[1], z=X[2]))]
+            r = extra.get("R", (0.0, 0.0, 0.0, 1.0))
+            tf = Transform(translation=Vector3(x=X[0], y=X[1], z=X[2]),
+                           rotation=Quaternion(x=r[0], y=r[1], z=r[2], w=r[3]))
+            p.transforms = [tf] * extra.get("transforms", 1)
         if V is not None:
-            from geometry_msgs.msg import Twist
-            p.velocities = [Twist(linear=Vector3(x=V[0], y=V[1], z=V[2]))]
+            w = extra.get("W", (0.0, 0.0, 0.0))
+            tw = Twist(linear=Vector3(x=V[0], y=V[1], z=V[2]), angular=Vector3(x=w[0], y=w[1], z=w[2]))
+            p.velocities = [tw] * extra.get("velocities", 1)
         msg.points.append(p)
     n0 = len(robot.events)
     robot.cart.publish(msg)
@@ -201,6 +250,12 @@ RUNTIME_PARAMETERS = [
     ("kp-unstable", "kp", [1e6, 600.0, 600.0], "the largest gain"),
     ("feedforward-unknown", "feedforward", "magic", "feedforward must be one of topic, model, none"),
     ("feedforward-robot-missing", "feedforward_robot", "/no/such/robot.yaml", "robot file not found"),
+    ("feedforward-robot-other-kind", "feedforward_robot", "colombo2020",
+     "colombo2020.yaml) is a linear Delta, but the robot driven (nt_robot) is a rotary one"),
+    # special files ({tmp}/<kind>: made by the test, bad_input_harness.SPECIALS): the answer comes
+    # at once (a FIFO blocked the executor: no answer, e-stop and status dead) and names the file
+    *[(f"feedforward-robot-{k}", "feedforward_robot", f"{{tmp}}/{k}.yaml", f"{k}.yaml: {w}")
+      for k, (_, w) in SPECIALS.items()],
     ("control-rate-while-active", "control_rate", 1000.0, "can only change while unconfigured"),
     ("robot-while-active", "robot", "d3s800", "can only change while unconfigured"),
     ("pause-at-negative", "pause_at", -1.0, "pause_at must be >= 0"),
@@ -208,12 +263,18 @@ RUNTIME_PARAMETERS = [
 
 
 @pytest.mark.parametrize("case", RUNTIME_PARAMETERS, ids=[c[0] for c in RUNTIME_PARAMETERS])
-def test_bad_runtime_parameter(robot, case):
+def test_bad_runtime_parameter(robot, case, tmp_path):
     _, name, value, expect = case
+    if isinstance(value, str) and value.startswith("{tmp}/"):
+        kind = value[len("{tmp}/"):-len(".yaml")]
+        value = str(tmp_path / f"{kind}.yaml")
+        SPECIALS[kind][0](tmp_path / f"{kind}.yaml")
     robot.wait_sim(0.05)
     q0 = robot.q.copy()
     res = robot.c.set_parameter("delta_hw_bad", name, value)
     assert not res.successful and expect in res.reason, res.reason
+    status = robot.c.call(robot.status, __import__("std_srvs.srv", fromlist=["Trigger"]).Trigger.Request())
+    assert '"active": true' in status.message, status.message
     _holds_still_and_lives(robot, q0)
 
 
@@ -227,6 +288,9 @@ START_PARAMETERS = [
     ("kd-too-large", "kd:=[5000.0,30.0,30.0]", "the largest gain"),
     ("plant-unknown", "plant:=gazebo", "plant must be one of explicit, multibody, mujoco"),
     ("max-trajectory-points-0", "max_trajectory_points:=0", "max_trajectory_points must be an integer 2"),
+    ("feedforward-robot-other-kind", "feedforward_robot:=colombo2020",
+     "colombo2020.yaml) is a linear Delta, but the robot driven (nt_robot) is a rotary one"),
+    ("true-robot-other-kind", "true_robot:=linear_delta_xl", "true_robot: linear_delta_xl ("),
 ]
 
 

@@ -1,10 +1,10 @@
-"""The CiA 402 drive state machine ("device control"): tables, pure functions, and the
-master's stepping along it (:func:`drive_to`).
+"""The CiA 402 drive state machine ("device control", CiA 402-2 / IEC 61800-7-201 6.3): the
+states, the statusword and controlword codings and the transitions, as pure tables and
+functions that know no bus.
 
 A CiA 402 drive is steered by its **controlword** (object 0x6040) and reports its state in its
-**statusword** (object 0x6041). Both sides of the bus use this module: the master
-(:mod:`.backend`) to decide which controlword brings a drive to the state it wants, the
-simulated drive (:mod:`.drive_sim`) to decide what a controlword does.
+**statusword** (object 0x6041), whatever carries them: CANopen SDO and PDOs, or EtherCAT's CoE
+mailbox and process data. The master's stepping along the machine is :mod:`.master`.
 
 States (CiA 402 part 2, figure "state machine of the drive")::
 
@@ -21,15 +21,16 @@ States (CiA 402 part 2, figure "state machine of the drive")::
 Only in *operation enabled* does a drive follow its targets; this stack never sends targets to
 a drive in any other state.
 
-The master steps a drive along this machine with :func:`drive_to`: one controlword written
-by SDO, the statusword read back, until the drive is where it should be (bounded in time).
+>>> decode_statusword(0x0237) is State.OPERATION_ENABLED
+True
+>>> drive_transition(State.QUICK_STOP_ACTIVE, Command.ENABLE_OPERATION, quick_stop_option=6)
+(<State.OPERATION_ENABLED: 'operation enabled'>, 16)
 """
 from __future__ import annotations
 
 import enum
-import time
 
-from delta_hardware.drives.interface import DriveError, DriveState
+from delta_hardware.drives.interface import DriveState
 
 
 class State(enum.Enum):
@@ -177,65 +178,6 @@ def quick_stop_completes(quick_stop_option: int) -> bool:
     return not 5 <= quick_stop_option <= 8
 
 
-#: The next command on the way from a state towards operation enabled (the master's path).
-_PATH_TO_ENABLED = {
-    State.SWITCH_ON_DISABLED: Command.SHUTDOWN,
-    State.READY_TO_SWITCH_ON: Command.SWITCH_ON,
-    State.SWITCHED_ON: Command.ENABLE_OPERATION,
-    State.QUICK_STOP_ACTIVE: Command.DISABLE_VOLTAGE,   # back through switch on disabled, not 16
-    State.FAULT: Command.FAULT_RESET,
-}
-
-
-def next_command(current: State | None, target: State) -> Command | None:
-    """The command the master sends to move a drive from ``current`` one step towards
-    ``target`` (operation enabled or switch on disabled); None if there is nothing to send
-    (already there, or an automatic transition to wait for)."""
-    if current is None or current is target:
-        return None
-    if current in (State.NOT_READY_TO_SWITCH_ON, State.FAULT_REACTION_ACTIVE):
-        return None                                       # automatic transitions 1 and 14
-    if target is State.OPERATION_ENABLED:
-        return _PATH_TO_ENABLED.get(current)
-    if target is State.SWITCH_ON_DISABLED:
-        return Command.FAULT_RESET if current is State.FAULT else Command.DISABLE_VOLTAGE
-    raise ValueError(f"next_command: target must be operation enabled or switch on disabled, got {target}")
-
-
-def drive_to(axis, target: State, timeout: float) -> None:
-    """Step the drive ``axis`` to ``target`` (operation enabled or switch on disabled).
-
-    ``axis`` is a :class:`~delta_hardware.canopen.axis.Axis` (anything with ``read_state()``,
-    ``write_controlword(value)``, ``error_text()``, ``values`` and ``label``). Each step
-    writes the controlword of :func:`next_command` and reads the statusword back, so every
-    transition is confirmed by the drive; a fault reset is a rising edge of bit 7 (0x0000,
-    then 0x0080). Raises :class:`DriveError` naming the axis, the state it stays in and its
-    statusword if ``target`` is not reached within ``timeout`` s, and at once for a drive in
-    fault on the way to operation enabled (it needs a reset first).
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        st = axis.read_state()
-        if st is target:
-            return
-        if st in (State.FAULT, State.FAULT_REACTION_ACTIVE) and target is State.OPERATION_ENABLED:
-            raise DriveError(f"{axis.label} is in fault ({axis.error_text()}): reset first")
-        if time.monotonic() > deadline:
-            sw = axis.values["statusword"]
-            more = f", {axis.error_text()}" if st is State.FAULT else ""
-            raise DriveError(f"{axis.label} stays in {st.value if st else 'an undefined state'} "
-                             f"(statusword 0x{sw:04X}{more}) after {timeout:.2f} s on the way to {target.value}")
-        cmd = next_command(st, target)
-        if cmd is Command.FAULT_RESET:
-            axis.write_controlword(0x0000)                 # bit 7 low first: a rising edge
-            axis.write_controlword(Command.FAULT_RESET.value)
-            time.sleep(0.01)
-        elif cmd is not None:
-            axis.write_controlword(cmd.value)
-        else:
-            time.sleep(0.002)                               # an automatic transition
-
-
 def to_drive_state(state: State | None) -> DriveState:
     """The drive interface's coarser state of one axis."""
     if state is State.OPERATION_ENABLED:
@@ -247,59 +189,3 @@ def to_drive_state(state: State | None) -> DriveState:
     return DriveState.DISABLED
 
 
-# ---------------------------------------------------------------------------- modes of operation
-MODE_NAMES = {8: "cyclic synchronous position (CSP)", 9: "cyclic synchronous velocity (CSV)",
-              10: "cyclic synchronous torque (CST)"}
-#: Object 0x6502 "supported drive modes": bit 7 CSP, bit 8 CSV, bit 9 CST.
-SUPPORTED_MODE_BITS = {8: 1 << 7, 9: 1 << 8, 10: 1 << 9}
-
-
-# ---------------------------------------------------------------------------- EMCY / error codes
-#: Common error codes (CiA 301 table 21 and CiA 402 annex), the EMCY code and object 0x603F.
-ERROR_CODES = {
-    0x0000: "no error / error reset",
-    0x1000: "generic error",
-    0x2300: "current, device output side",
-    0x2310: "continuous over-current",
-    0x2320: "short circuit / earth leakage",
-    0x2330: "earth leakage",
-    0x3100: "mains voltage",
-    0x3210: "DC link over-voltage",
-    0x3220: "DC link under-voltage",
-    0x4210: "excess temperature, device",
-    0x4310: "excess temperature, drive",
-    0x5000: "device hardware",
-    0x5530: "data storage (EEPROM)",
-    0x6100: "internal software",
-    0x6320: "parameter error",
-    0x7121: "motor blocked",
-    0x7300: "sensor",
-    0x7305: "incremental sensor 1 fault",
-    0x7500: "communication",
-    0x8110: "CAN overrun (objects lost)",
-    0x8120: "CAN in error passive mode",
-    0x8100: "communication (e.g. SYNC timeout)",
-    0x8130: "life guard / heartbeat error",
-    0x8140: "recovered from bus off",
-    0x8210: "PDO not processed due to length error",
-    0x8250: "RPDO timeout",
-    0x8400: "velocity speed controller",
-    0x8611: "following error",
-    0x8612: "reference limit",
-    0x9000: "external error",
-    0xFF00: "device specific",
-}
-
-_CLASSES = [(0x1000, 0xFF00, "generic"), (0x2000, 0xF000, "current"), (0x3000, 0xF000, "voltage"),
-            (0x4000, 0xF000, "temperature"), (0x5000, 0xFF00, "device hardware"),
-            (0x6000, 0xF000, "device software"), (0x7000, 0xFF00, "additional modules"),
-            (0x8000, 0xF000, "monitoring"), (0x9000, 0xFF00, "external"),
-            (0xF000, 0xFF00, "additional functions"), (0xFF00, 0xFF00, "device specific")]
-
-
-def error_text(code: int) -> str:
-    """``0x2310 (continuous over-current)``: an error code with its meaning."""
-    meaning = ERROR_CODES.get(code)
-    if meaning is None:
-        meaning = next((f"{name} error" for base, mask, name in _CLASSES if code & mask == base), "unknown error")
-    return f"0x{code:04X} ({meaning})"
