@@ -4,7 +4,7 @@
 
 Each topic (default: the stack's ``joint_states``, relative to ``--namespace``) is found on
 the ROS graph (its type from the publishers), then subscribed *raw*: the CDR bytes DDS
-delivers are written as they are, with the receive time (ns, system clock), as ``ros2 bag
+delivers are written as they are, with the receive time (ns, system clock, from the DDS sample info), as ``ros2 bag
 record`` does. The bag is rosbag2 version 9 (``metadata.yaml``, one ``.mcap`` or ``.db3``
 file) with, per topic, the message definition and its type hash (RIHS01, the hash of the
 type description, computed by ``rosbags``; checked against the hash the publishers announce
@@ -13,9 +13,9 @@ bag info``, ``ros2 bag play``, ``rosbags`` and ``delta-identify`` read it (the o
 player uses its defaults).
 
 Stopping: SIGINT (Ctrl-C), SIGTERM or ``--duration`` set a flag; the recorder then stops
-taking new samples only after it has drained what DDS already holds for it (until nothing
-arrived for 0.2 s; at most one queue depth more per topic and at most 2 s, since a running
-stack never goes quiet), writes the bag's index and metadata and exits 0. Messages are taken
+taking samples only after it has drained what DDS already holds for it: until, on every
+topic, a message published after the stop arrives (its source time stamp, from the DDS
+sample info; it is not recorded) or nothing arrived for 0.2 s (at most 30 s), writes the bag's index and metadata and exits 0. Messages are taken
 with a reliable, volatile subscription of depth 10 000 (10 s of 1 kHz joint states), so a
 slow disk or a busy host delays writing without losing messages.
 
@@ -37,8 +37,9 @@ DEPTH = 10_000
 DISCOVERY_S = 10.0
 #: After a stop, keep taking messages until none arrived for this long (s).
 DRAIN_QUIET_S = 0.2
-#: ... but for at most this long: a stack that keeps publishing is never quiet (s).
-DRAIN_MAX_S = 2.0
+#: ... or until each topic delivered a message published after the stop, for at most this long (s)
+#: (a publisher whose clock is behind ours would never show one).
+DRAIN_MAX_S = 30.0
 
 
 class RecordError(RuntimeError):
@@ -54,6 +55,7 @@ class TopicRecord:
     connection: object = None
     publisher_hash: str = ""
     notes: list = field(default_factory=list)
+    after_stop: bool = False
 
 
 def _typestore_for(msgtype: str, store):
@@ -104,6 +106,7 @@ class Recorder:
         self.records: dict = {}
         self.writer = None
         self.stop = threading.Event()
+        self.stopped_ns = None          # system time (ns) of the stop: later messages are not recorded
         self.last_rx = time.monotonic()
         self.subs = []
 
@@ -165,8 +168,13 @@ class Recorder:
     def _taker(self, rec):
         writer = self.writer
 
-        def take(raw: bytes):
-            writer.write(rec.connection, time.time_ns(), raw)
+        def take(raw: bytes, info):
+            sent = info.get("source_timestamp", 0) if isinstance(info, dict) else 0
+            if self.stopped_ns is not None and sent > self.stopped_ns:
+                rec.after_stop = True          # published after the stop: not recorded, this topic is drained
+                return
+            received = info.get("received_timestamp", 0) if isinstance(info, dict) else 0
+            writer.write(rec.connection, received or time.time_ns(), raw)
             rec.count += 1
             self.last_rx = time.monotonic()
         return take
@@ -180,11 +188,11 @@ class Recorder:
             if progress is not None and time.monotonic() - last_report > 0.5:
                 last_report = time.monotonic()
                 progress(self.count)
+        self.stopped_ns = time.time_ns()
         quiet_since = stopped = time.monotonic()
-        seen = at_stop = self.count
-        most = DEPTH * max(len(self.records), 1)        # more than the queues held at the stop
+        seen = self.count
         while (time.monotonic() - quiet_since < DRAIN_QUIET_S and time.monotonic() - stopped < DRAIN_MAX_S
-               and self.count - at_stop < most):
+               and not all(r.after_stop for r in self.records.values())):
             self.executor.spin_once(timeout_sec=0.02)
             if self.count != seen:
                 seen = self.count

@@ -5,6 +5,7 @@ spawns inherits the same values.
 """
 import fcntl
 import os
+import sys
 import tempfile
 
 # A ROS domain of its own per test run, so parallel runs / CI jobs on one host don't see each
@@ -37,3 +38,5 @@ if "DELTA_TEST_DOMAIN_CLAIMED" not in os.environ:   # a pytest run inside a test
     os.environ['ROS_DOMAIN_ID'] = str(_claim_domain())
     os.environ["DELTA_TEST_DOMAIN_CLAIMED"] = "1"
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+# the ROS wheels find their share files through the ament index (make sets it; plain pytest too)
+os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)

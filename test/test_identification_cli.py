@@ -109,7 +109,7 @@ def test_progress_bar_on_stderr(files, capsys):
 
 
 @pytest.mark.parametrize("key, extra, message", [
-    ("missing", [], "missing.csv: file not found"),
+    ("missing", [], "missing.csv: data file not found"),
     ("bag", ["--topic", "/nope"], "no topic /nope in the bag"),
     ("noeffort", [], "JointState without effort"),
     ("othernames", [], "no joint 'arm_1_joint', 'arm_2_joint'"),
@@ -166,7 +166,7 @@ def test_console_script_exit_status(tmp_path):
     r = subprocess.run(cmd + ["--robot", "nt_robot", "--data", str(tmp_path / "x.mcap")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
-    assert r.stderr.strip() == f"delta-identify: error: {tmp_path / 'x.mcap'}: file not found"
+    assert r.stderr.strip() == f"delta-identify: error: {tmp_path / 'x.mcap'}: data file not found"
 
 
 def test_excite_from_a_stored_excitation_writes_the_same_trajectory_and_saves_it(capsys, tmp_path):
