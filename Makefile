@@ -33,7 +33,7 @@ $(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-
 	touch $@
 
 test: $(STAMP)
-	$(PY) -m pytest -q test
+	$(PY) -m pytest -q -n 2 test
 
 # Randomised bad input for every class (robot files, CSV, bags, CLI options), with the
 # "cases / crash / unsafe / unclear" table; a few minutes. Not part of `make test`.

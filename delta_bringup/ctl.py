@@ -1,6 +1,7 @@
 """delta-ctl: everyday calls to a running delta_robot stack, without ``ros2`` or a script.
 
-    delta-ctl status                        # lifecycle, stopped?, drives, time (JSON); exit 1 if not active
+    delta-ctl status                        # lifecycle, stop state, joints, platform, limits (JSON); exit 1 if not active
+    delta-ctl where                         # platform position and joints, one line each
     delta-ctl events [--follow]             # the hardware node's events (--follow: until Ctrl-C)
     delta-ctl estop                         # emergency stop: every axis quick-stopped, holding
     delta-ctl reset                         # clear the stop, hold where the robot is
@@ -66,7 +67,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--node", default="delta_hardware", help="the hardware node's name (default delta_hardware)")
     ap.add_argument("--timeout", type=_positive, default=10.0, help="s to wait for the stack (default 10)")
     sub = ap.add_subparsers(dest="command", required=True, metavar="command")
-    sub.add_parser("status", help="lifecycle state, stop reason, drives, time (JSON)")
+    sub.add_parser("status", help="lifecycle and stop state, joints, platform position, tracking error, "
+                   "active limits, drives, timing (JSON)")
+    sub.add_parser("where", help="the platform position and the joints, one line each")
     p = sub.add_parser("events", help="print the hardware node's events")
     p.add_argument("--follow", "-f", action="store_true", help="until Ctrl-C (default: for --seconds)")
     p.add_argument("--seconds", type=_positive, default=2.0, help="s to listen without --follow (default 2)")
@@ -193,6 +196,17 @@ class Stack:
             print(res.message)
         return 0 if res.success else 1
 
+    def platform(self) -> int:
+        """``where``: the platform position and the joints (position, setpoint, error) from the status."""
+        from std_srvs.srv import Trigger
+        res = self.call(Trigger, "status", Trigger.Request())
+        try:
+            st = json.loads(res.message)
+        except ValueError:
+            raise Failed(f"the hardware node answered no status: {res.message}") from None
+        print(where_text(st))
+        return 0 if st.get("position") else 1
+
     def pause(self, paused: bool) -> int:
         from std_srvs.srv import SetBool
         res = self.call(SetBool, "pause", SetBool.Request(data=paused))
@@ -259,6 +273,39 @@ class Stack:
         return [n[len(self.args.prefix):] if n.startswith(self.args.prefix) else n for n in names]
 
 
+def where_text(st: dict) -> str:
+    """``delta-ctl where``'s lines from a hardware node status.
+
+    >>> print(where_text({"lifecycle": "active", "active": True, "stopped": "", "joint_names": ["a1", "a2", "a3"],
+    ...                   "position": [0.1, 0.2, 0.3], "setpoint": [0.1, 0.2, 0.31], "tracking_error": [0, 0, 0.01],
+    ...                   "platform_position": [0.01, -0.02, -0.78], "units": {"position": "rad"}}))
+    platform  x 0.0100  y -0.0200  z -0.7800 m (base_link)
+    a1        0.100000 rad  setpoint 0.100000  error 0.000000
+    a2        0.200000 rad  setpoint 0.200000  error 0.000000
+    a3        0.300000 rad  setpoint 0.310000  error 0.010000
+    state     active, running
+    """
+    lines = []
+    X = st.get("platform_position")
+    if X:
+        lines.append(f"platform  x {X[0]:.4f}  y {X[1]:.4f}  z {X[2]:.4f} m (base_link)")
+    elif "position" in st:
+        lines.append("platform  unknown (the joints are outside the reachable set)")
+    unit = st.get("units", {}).get("position", "")
+    names = st.get("joint_names") or []
+    for i, q in enumerate(st.get("position") or []):
+        name = names[i] if i < len(names) else f"joint {i + 1}"
+        line = f"{name:<9} {q:.6f} {unit}"
+        if st.get("setpoint"):
+            line += f"  setpoint {st['setpoint'][i]:.6f}  error {st['tracking_error'][i]:.6f}"
+        lines.append(line)
+    if "position" not in st:
+        lines.append("joints    unknown (the control loop is not running)")
+    lines.append(f"state     {st.get('lifecycle', '?')}, " + (f"stopped: {st['stopped']}" if st.get("stopped")
+                                                           else "running" if st.get("active") else "not controlling"))
+    return "\n".join(lines)
+
+
 def _record(stack, args) -> int:
     from delta_bringup.record import RecordError, record
     topics = args.topics or ["joint_states"]
@@ -289,6 +336,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "status":
             return stack.status()
+        if args.command == "where":
+            return stack.platform()
         if args.command == "events":
             return stack.follow_events(args.follow, args.seconds)
         if args.command == "estop":

@@ -385,7 +385,7 @@ class Demo:
         self.with_recovery(self.home, self.q_start)
         self.set_feedforward("none")
         self.with_recovery(self.cycles, "PD only")
-        self.set_feedforward("topic")          # the dynamics node's (the in-process model when late)
+        self.set_feedforward("model")          # the nominal model, in the loop's process
         self.with_recovery(self.cycles, "nominal feedforward")
         self.with_recovery(self.excitation)
         self.identify()

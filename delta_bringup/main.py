@@ -161,8 +161,7 @@ def ros_arguments(args, ros_args, extra=()):
         params = args.params_file or str(share_file("config", "delta.yaml"))
     except FileNotFoundError as e:
         raise SystemExit(f"delta-bringup: error: {e}")
-    out = ["--ros-args", "--params-file", params, "-p", "publish_desired_state:=true",
-           "-p", f"use_sim_time:={'true' if args.sim_time else 'false'}"]
+    out = ["--ros-args", "--params-file", params, "-p", f"use_sim_time:={'true' if args.sim_time else 'false'}"]
     if args.namespace:
         out += ["-r", f"__ns:={args.namespace}", *clock_remap(args.namespace)]
     for flag, name in (("robot", "robot"), ("hardware", "hardware"),

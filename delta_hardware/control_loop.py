@@ -7,9 +7,10 @@ Control law (per joint, torque mode)::
     tau = kp (q_d - q) + kd (q_dot_d - q_dot) + tau_ff,   clamped to the effort limits
 
 where tau_ff is the feedforward effort of the explicit dynamic model for the setpoint
-(Asadi & Heydari eq. 39; Colombo & Lentini eq. 14 for a linear Delta): from the dynamics
-node's ``/delta/feedforward`` topic when a matching message is fresh, else computed in-process
-(``feedforward='model'``), or left out (``'none'``, PD only).
+(Asadi & Heydari eq. 39; Colombo & Lentini eq. 14 for a linear Delta): computed in-process
+(``feedforward='model'``, the default: the nominal robot file or ``feedforward_robot``, e.g. the
+identified one), or from an external source on the feedforward topic when a matching answer
+is fresh (``'topic'``; the in-process model when it is late), or left out (``'none'``, PD only).
 
 The loop works for either kind of Delta through :mod:`delta_dynamics.algorithms`: joint
 values are arm angles (rad) and torques (N m) on a rotary robot, carriage positions (m) and
@@ -19,51 +20,26 @@ Setpoints come from a trajectory plan, from streamed commands (the ros2_control 
 contract, guarded by ``command_timeout``: when commands stop, the loop holds the robot
 where it is), or from a hold. Safety: a measured position beyond its limits by more than
 ``position_margin`` or a speed above ``velocity_margin`` times its limit quick-stops every
-axis; so do a drive fault and a loop that stalled longer than ``max_stall``; the emergency
-stop holds until reset. Each cycle first lets the drives pass the time since the previous
+axis; so do a drive fault and a loop that stalled longer than ``max_stall``. Every stop
+latches: it holds until a reset *requested after it* (requests carry the time they were
+received, ``requested_ns``: a reset, plan or command received before the stop is void, even
+when it arrives after it). Each cycle first lets the drives pass the time since the previous
 one with the targets of the previous one (a late cycle leaves the last torque applied for
 longer, as on a real robot), then reads fresh feedback and computes.
 """
 from __future__ import annotations
 
-import math
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from delta_dynamics.algorithms import cartesian_state, inverse_dynamics, joint_units
 from delta_hardware.drives.interface import DriveError, DriveState, Mode
+from delta_hardware.loop_config import LoopConfig, gain_limits  # noqa: F401 - re-exported
 from delta_hardware.stream_follower import StreamFollower
-from delta_hardware.trajectory_plan import JointPlan, Setpoint
-
-
-@dataclass
-class LoopConfig:
-    rate: float = 500.0                       # Hz
-    kp: tuple = (600.0, 600.0, 600.0)         # N m / rad (N / m on a linear robot)
-    kd: tuple = (30.0, 30.0, 30.0)            # N m s / rad (N s / m)
-    command_timeout: float = 0.5              # s without a streamed command -> hold
-    feedforward: str = "model"                # topic | model | none
-    feedforward_timeout: float = 0.01         # s: a topic feedforward older than this is not used
-    position_margin: float = 0.05             # rad (m) beyond the limits -> quick stop
-    velocity_margin: float = 1.25             # x velocity limit -> quick stop
-    max_stall: float = 0.25                   # s between cycles -> quick stop
-
-    def __post_init__(self):
-        if not (self.rate > 0 and math.isfinite(self.rate)):
-            raise ValueError(f"control_rate must be > 0 Hz, got {self.rate}")
-        for name in ("kp", "kd"):
-            v = tuple(float(x) for x in getattr(self, name))
-            if len(v) != 3 or not all(math.isfinite(x) and x >= 0 for x in v):
-                raise ValueError(f"{name} must be 3 numbers >= 0, got {list(v)}")
-            setattr(self, name, v)
-        if self.feedforward not in ("topic", "model", "none"):
-            raise ValueError(f"feedforward must be topic, model or none, got {self.feedforward!r}")
-        for name in ("command_timeout", "feedforward_timeout", "max_stall", "position_margin", "velocity_margin"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+from delta_hardware.joint_plan import JointPlan, Setpoint
 
 
 @dataclass
@@ -80,11 +56,18 @@ class CycleOutput:
 
 
 class LoopStats:
-    """Running statistics of the loop period and the safety counters."""
+    """Running statistics of the loop period and the safety counters: the last ``size``
+    periods (percentiles), and a histogram of every period since the start (``BIN`` s bins
+    up to ``HIST_MAX``: the p99.9 and the worst over a whole run)."""
+
+    BIN = 1e-5                          # s
+    HIST_MAX = 1.0                      # s; longer periods count in the last bin
 
     def __init__(self, size: int = 5000):
         self.periods = np.zeros(size)
         self.n = 0
+        self.hist = np.zeros(int(self.HIST_MAX / self.BIN) + 1, dtype=np.int64)
+        self.worst = 0.0
         self.latencies = np.zeros(size)     # s from publishing a desired state to its feedforward
         self.n_lat = 0
         self.limit_hits = [0, 0, 0]
@@ -95,10 +78,21 @@ class LoopStats:
     def add_period(self, dt: float):
         self.periods[self.n % len(self.periods)] = dt
         self.n += 1
+        self.hist[min(max(int(dt / self.BIN), 0), len(self.hist) - 1)] += 1
+        if dt > self.worst:
+            self.worst = dt
 
     def add_latency(self, dt: float):
         self.latencies[self.n_lat % len(self.latencies)] = dt
         self.n_lat += 1
+
+    def period_quantile(self, q: float) -> float:
+        """The ``q`` quantile (0-1) of every period since the start, s (to the bin's upper edge)."""
+        total = int(self.hist.sum())
+        if not total:
+            return float("nan")
+        k = int(np.searchsorted(np.cumsum(self.hist), q * total, side="left"))
+        return (k + 1) * self.BIN
 
     def summary(self) -> dict:
         p = self.periods[:min(self.n, len(self.periods))]
@@ -112,8 +106,11 @@ class LoopStats:
                 "period_p50_ms": 1e3 * float(np.percentile(p, 50)),
                 "period_p99_ms": 1e3 * float(np.percentile(p, 99)),
                 "period_max_ms": 1e3 * float(p.max()),
+                "period_p999_run_ms": 1e3 * self.period_quantile(0.999),
+                "period_max_run_ms": 1e3 * self.worst,
                 "torque_limit_hits": list(self.limit_hits), "overruns": self.overruns,
-                "feedforward_from_topic": self.ff_topic, "feedforward_from_model": self.ff_model}
+                "feedforward_from_topic": self.ff_topic, "feedforward_from_model": self.ff_model,
+                "feedforward_answers": self.n_lat}
 
 
 class LateCycles:
@@ -173,6 +170,8 @@ class ControlLoop:
         self._last_sp: Setpoint | None = None
         self._ff = None                       # (stamp, tau)
         self._estop = ""                      # reason while stopped
+        self._stop_ns = 0                     # time.time_ns() of the latest stop (its request's reception)
+        self._stops = 0                       # stops so far (a reset checks none came meanwhile)
         self._last_time = None
         self._was_controlling = False
         self._watchdog_fired = False
@@ -182,13 +181,24 @@ class ControlLoop:
         self.ff_silent = False                # the topic feedforward stopped coming
         self._ff_fresh_at = None
         self._preview_time = None             # the time of the setpoint previewed last cycle
+        self.last_period = self.period        # s between the last two cycles
         self._held = False                    # the last cycle's exchange was held back (drives.cycle)
         self.notices: list[str] = []          # events raised outside a cycle (activate, reset)
 
     # ------------------------------------------------------------------ commands (any thread)
-    def activate(self) -> None:
+    def activate(self, _stops: int | None = None) -> None:
+        """Enable the drives and hold where the robot is."""
         self.drives.enable()
         fb = self.drives.read()
+        with self._lock:
+            if _stops is not None and self._stops != _stops:       # a stop came during the reset
+                reason = self._estop
+                undone = True
+            else:
+                undone = False
+        if undone:
+            self.drives.quick_stop(reason)
+            raise DriveError(f"reset undone: a stop came while it ran ({reason}); the robot is still stopped")
         with self._lock:
             self._plan, self._stream = None, None
             self._hold = Setpoint.hold(fb.position)
@@ -234,6 +244,11 @@ class ControlLoop:
         self._recovery = (lo, hi)
         return ""
 
+    @property
+    def recovering(self) -> bool:
+        """Whether a joint is outside its limits and only slow motion back is accepted."""
+        return self._recovery is not None
+
     def limits(self):
         """(lo, hi, velocity) the plans must keep now: the robot file's, or during the way back
         into the limits the widened position limits and the reduced speed."""
@@ -254,17 +269,19 @@ class ControlLoop:
                 return self._last_sp
         return Setpoint.hold(self.drives.read().position)
 
-    def submit_plan(self, plan: JointPlan) -> None:
+    def submit_plan(self, plan: JointPlan, requested_ns: int | None = None) -> None:
+        """Follow ``plan`` from now on; DriveError if the robot is stopped or the plan was
+        received (``requested_ns``, ``time.time_ns()``) before the latest stop."""
         with self._lock:
-            self._require_running()
+            self._require_running(requested_ns)
             self._plan, self._stream, self._hold = plan, None, None
 
-    def submit_command(self, now: float, q=None, tau=None) -> None:
+    def submit_command(self, now: float, q=None, tau=None, requested_ns: int | None = None) -> None:
         """A streamed command (position and/or effort at the arm) valid for ``command_timeout``.
         The setpoint moves toward the commanded position within the velocity and acceleration
         limits (:class:`~delta_hardware.stream_follower.StreamFollower`), never jumps to it."""
         with self._lock:
-            self._require_running()
+            self._require_running(requested_ns)
             base = self._last_sp or Setpoint.hold(self.drives.read().position)
             if self._stream is None:
                 self.follower.reset(base.q, base.qd, base.qdd)
@@ -306,6 +323,12 @@ class ControlLoop:
         with self._lock:
             return self._plan is plan
 
+    @property
+    def plan_id(self) -> int:
+        """The ``id`` of the plan being executed (0: none, or a plan without one)."""
+        plan = self._plan
+        return int(getattr(plan, "id", 0) or 0) if plan is not None else 0
+
     def set_feedforward(self, stamp: float, tau, received: float | None = None) -> None:
         """A feedforward torque for the setpoint at time ``stamp``. With ``received`` (the
         clock at arrival), its latency from the desired state's publication (``stamp`` - one
@@ -314,27 +337,42 @@ class ControlLoop:
         if received is not None:
             self.stats.add_latency(received - (stamp - self.period))
 
-    def emergency_stop(self, reason: str) -> None:
-        with self._lock:
-            self._estop = reason or "emergency stop"
-            self._plan, self._stream = None, None
+    def emergency_stop(self, reason: str, at_ns: int | None = None) -> None:
+        """Quick-stop every axis and latch: plans and commands are refused until a reset
+        requested after ``at_ns`` (``time.time_ns()`` when the stop was requested; default now)."""
+        self._latch(reason or "emergency stop", at_ns)
         self.drives.quick_stop(reason)
 
-    def reset(self) -> None:
-        """Clear an emergency stop or fault; the robot then holds where it is (a joint outside
-        its limits may then only move slowly back toward them)."""
+    def _latch(self, reason: str, at_ns: int | None = None) -> None:
+        with self._lock:
+            self._estop = reason
+            self._stop_ns = max(self._stop_ns, time.time_ns() if at_ns is None else int(at_ns))
+            self._stops += 1
+            self._plan, self._stream = None, None
+
+    def reset(self, requested_ns: int | None = None) -> None:
+        """Clear a stop or fault; the robot then holds where it is (a joint outside its limits
+        may then only move slowly back toward them). A reset received (``requested_ns``)
+        before the latest stop is void, and a stop that comes while it runs wins: DriveError."""
+        with self._lock:
+            if requested_ns is not None and requested_ns < self._stop_ns:
+                raise DriveError(f"void: it was requested before the stop ({self._estop or 'since cleared'}); "
+                                 f"request a reset again")
+            stops = self._stops
         self.drives.reset()
-        self.activate()
+        self.activate(_stops=stops)
 
     @property
     def stopped_reason(self) -> str:
         return self._estop
 
-    def _require_running(self):
+    def _require_running(self, requested_ns: int | None = None):
         if self._estop:
-            raise DriveError(f"robot is stopped ({self._estop}); call reset first")
+            raise DriveError(f"the robot is stopped ({self._estop}): call reset first")
+        if requested_ns is not None and requested_ns < self._stop_ns:
+            raise DriveError("void: it was sent before the latest stop; send it again")
         if self.drives.state is not DriveState.ENABLED:
-            raise DriveError(f"drives are {self.drives.state.value}; the node must be active")
+            raise DriveError(f"the drives are {self.drives.state.value.replace('_', ' ')}: the node must be active")
 
     # ------------------------------------------------------------------ the cycle (loop thread)
     def cycle(self, now: float, elapsed: float | None = None) -> CycleOutput:
@@ -357,6 +395,7 @@ class ControlLoop:
             moved = now - self._last_time                  # how far the plans' time base went on
             self.stats.add_period(dt)
         self._last_time = now
+        self.last_period = dt
         step = min(max(dt, 0.0), self.cfg.max_stall)
         advanced = self.drives.cycle(step)
         # the drives did not advance (a CANopen SYNC held back): neither does the trajectory
@@ -365,7 +404,7 @@ class ControlLoop:
         q, qd = np.array(fb.position), np.array(fb.velocity)
         if fb.state is DriveState.FAULT and not self._estop:
             reason = "; ".join(f"{self.model.joint_names[k]}: {r}" for k, r in sorted(fb.faults.items())) or "drive fault"
-            self._estop = f"drive fault: {reason}"
+            self._latch(f"drive fault: {reason}")
             events.append(f"fault: {reason}")
             self.drives.quick_stop(reason)
         if not self._estop and fb.state is DriveState.ENABLED:
@@ -420,7 +459,8 @@ class ControlLoop:
             else:
                 self.drives.write(torque=clipped)
         except DriveError as e:
-            events.append(f"drive refused command: {e}")
+            if not self._estop:                  # not a stop that came from another thread meanwhile
+                events.append(f"drive refused command: {e}")
         self._was_controlling = True
         late = self.late.report(now)
         if late:
@@ -469,15 +509,15 @@ class ControlLoop:
                 self._ff_fresh_at = now
                 if self.ff_silent:
                     self.ff_silent = False
-                    events.append("feedforward topic back: using /delta/feedforward again")
+                    events.append(f"feedforward topic back: using {self.cfg.feedforward_topic} again")
                 return self._ff[1]
             if self._ff_fresh_at is None:
                 self._ff_fresh_at = now
             if not self.ff_silent and now - self._ff_fresh_at > self.FEEDFORWARD_SILENT_AFTER:
                 self.ff_silent = True
-                events.append(f"feedforward topic silent for {now - self._ff_fresh_at:.1f} s "
-                              f"(feedforward_timeout {self.cfg.feedforward_timeout:g} s): using the "
-                              f"in-process model instead")
+                events.append(f"feedforward topic {self.cfg.feedforward_topic} silent for "
+                              f"{now - self._ff_fresh_at:.1f} s (feedforward_timeout "
+                              f"{self.cfg.feedforward_timeout:g} s): using the in-process model instead")
         self.stats.ff_model += 1
         return self.model_feedforward(sp)
 
@@ -500,32 +540,3 @@ class ControlLoop:
                         f"{self.cfg.velocity_margin:g} x its limit {v_max[i]:g}")
         return ""
 
-
-def gain_limits(model, rate: float, samples: int = 50):
-    """(kp_max, kd_max), per joint, for the PD law at ``rate`` Hz on ``model`` (either kind:
-    N m/rad and N m s/rad on a rotary robot, N/m and N s/m on a linear one).
-
-    The discrete PD loop of one joint with inertia I, period T and up to one period of
-    delay (a CANopen target applies at the next SYNC) is stable for kd T / I < 1 (pure
-    damping: v_(k+1) = v_k - (kd T / I) v_(k-1)) and rings for a natural frequency near the
-    sampling rate. With a factor of 2 and 10 of margin:
-
-        kd <= 0.5 I_min / T,   kp <= 0.1 I_min / T^2
-
-    where I_min is the smallest diagonal entry of the joint-space mass matrix
-    J^-T M(X) J^-1 over ``samples`` poses of the workspace (the joint's own inertia seen
-    through the mechanism; at least the arm's inertia about its axis, or the carriage's mass).
-
-    >>> from delta_dynamics.kinds import model_for
-    >>> kp, kd = gain_limits(model_for("nt_robot"), 500.0)
-    >>> bool(kd[0] > 30.0 and kp[0] > 600.0 and kd[0] < 5000.0)
-    True
-    >>> kp, kd = gain_limits(model_for("colombo2020"), 500.0)     # a 0.27 kg carriage: N/m, N s/m
-    >>> bool(5000.0 < kp[0] < 20000.0 and 50.0 < kd[0] < 200.0)
-    True
-    """
-    from delta_dynamics.algorithms import joint_space_inertia, sample_workspace
-    Mq = joint_space_inertia(model, sample_workspace(model, samples, seed=0))
-    inertia = np.full(3, np.diagonal(Mq, axis1=1, axis2=2).min())      # the chains are alike
-    T = 1.0 / rate
-    return 0.1 * inertia / T ** 2, 0.5 * inertia / T

@@ -194,6 +194,7 @@ class SimTimeLoopThread(_Runner):
         self._running = threading.Event()
         if not paused:
             self._running.set()
+        self.parked = threading.Event()  # set while paused with no cycle running
         self.pause_at: float | None = None
         self.on_pause = None
 
@@ -201,8 +202,12 @@ class SimTimeLoopThread(_Runner):
     def paused(self) -> bool:
         return not self._running.is_set()
 
-    def pause(self) -> None:
+    def pause(self, wait: float = 0.0) -> None:
+        """Pause after the cycle running now; with ``wait`` > 0 wait up to that many seconds
+        for it to end (:attr:`time` is then where the simulation stands)."""
         self._running.clear()
+        if wait > 0 and self.running:
+            self.parked.wait(wait)
 
     def resume(self) -> None:
         self._running.set()
@@ -232,7 +237,9 @@ class SimTimeLoopThread(_Runner):
                 if self.on_pause is not None:
                     self.on_pause(self.time)
             if not self._running.is_set():
+                self.parked.set()
                 self._running.wait()
+                self.parked.clear()
                 anchor_wall, anchor_sim = self.steady(), self.time    # pace from the resume on
                 continue
             k += 1

@@ -22,81 +22,15 @@ on a rotary robot, carriage positions in m on a linear one.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.interpolate import CubicSpline     # imported here: ~0.3 s, not inside a callback
 
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, forward_kinematics,
                                        inverse_dynamics, inverse_kinematics, joint_state, joint_units)
+from delta_hardware.joint_plan import JointPlan, Setpoint, TrajectoryRejected  # noqa: F401 - re-exported
 
 PLATFORM_JOINTS = ("platform_x", "platform_y", "platform_z")
-
-
-class TrajectoryRejected(ValueError):
-    """A trajectory that must not be executed; the message says why."""
-
-
-@dataclass(frozen=True)
-class Setpoint:
-    q: np.ndarray        # rad (m for a linear robot's carriages)
-    qd: np.ndarray       # rad/s (m/s)
-    qdd: np.ndarray      # rad/s^2 (m/s^2)
-
-    @staticmethod
-    def hold(q) -> "Setpoint":
-        z = np.zeros(3)
-        return Setpoint(np.asarray(q, dtype=float).copy(), z, z.copy())
-
-
-class JointPlan:
-    """Piecewise polynomial q(t) on [start_time, end_time] (absolute seconds); before the
-    start it holds the first knot, after the end the last knot at rest."""
-
-    def __init__(self, start_time: float, times, coeffs):
-        self.start_time = float(start_time)
-        self.times = np.asarray(times, dtype=float)            # (K,) relative, times[0] = 0
-        self.coeffs = np.asarray(coeffs, dtype=float)          # (K-1, 6, 3): c0..c5 per joint
-        self.end_time = self.start_time + float(self.times[-1])
-
-    def sample(self, t: float) -> Setpoint:
-        s = t - self.start_time
-        if s <= 0.0:
-            k, u = 0, 0.0
-        elif s >= self.times[-1]:
-            k = len(self.times) - 2
-            u = self.times[-1] - self.times[k]
-            c = self.coeffs[k]
-            q = ((((c[5] * u + c[4]) * u + c[3]) * u + c[2]) * u + c[1]) * u + c[0]
-            return Setpoint.hold(q)
-        else:
-            k = int(np.searchsorted(self.times, s, side="right")) - 1
-            u = s - self.times[k]
-        c = self.coeffs[k]
-        q = ((((c[5] * u + c[4]) * u + c[3]) * u + c[2]) * u + c[1]) * u + c[0]
-        qd = (((5 * c[5] * u + 4 * c[4]) * u + 3 * c[3]) * u + 2 * c[2]) * u + c[1]
-        qdd = ((20 * c[5] * u + 12 * c[4]) * u + 6 * c[3]) * u + 2 * c[2]
-        return Setpoint(q, qd, qdd)
-
-    def sample_many(self, ts):
-        """(q, q_dot, q_ddot), each (N, 3), at the absolute times ``ts`` (vectorized)."""
-        s = np.clip(np.asarray(ts, dtype=float) - self.start_time, 0.0, self.times[-1])
-        k = np.clip(np.searchsorted(self.times, s, side="right") - 1, 0, len(self.times) - 2)
-        u = (s - self.times[k])[:, None]
-        c = self.coeffs[k]                                     # (N, 6, 3)
-        q = ((((c[:, 5] * u + c[:, 4]) * u + c[:, 3]) * u + c[:, 2]) * u + c[:, 1]) * u + c[:, 0]
-        qd = (((5 * c[:, 5] * u + 4 * c[:, 4]) * u + 3 * c[:, 3]) * u + 2 * c[:, 2]) * u + c[:, 1]
-        qdd = ((20 * c[:, 5] * u + 12 * c[:, 4]) * u + 6 * c[:, 3]) * u + 2 * c[:, 2]
-        after = (np.asarray(ts, dtype=float) - self.start_time >= self.times[-1])[:, None]
-        return q, np.where(after, 0.0, qd), np.where(after, 0.0, qdd)
-
-    def done(self, t: float) -> bool:
-        return t >= self.end_time
-
-    def delay(self, dt: float) -> None:
-        """Shift the whole plan ``dt`` s later (the drives stood still for ``dt``: the plan waits)."""
-        self.start_time += dt
-        self.end_time += dt
 
 
 # ----------------------------------------------------------------------------- construction
@@ -135,7 +69,7 @@ def _from_scipy(cs):
 
 
 def build_plan(model, now: float, current: Setpoint, start_time: float, times, positions,
-               velocities=None, accelerations=None, check: bool = True, limits=None) -> JointPlan:
+               velocities=None, accelerations=None, check: bool = True, limits=None, abort=None) -> JointPlan:
     """A validated plan from joint-space points (times relative to ``start_time``).
 
     ``times`` must increase strictly and be > 0 (the current setpoint is the knot at 0).
@@ -191,15 +125,16 @@ def build_plan(model, now: float, current: Setpoint, start_time: float, times, p
         coeffs = _from_scipy(cs)
     plan = JointPlan(start_time, t_all, coeffs)
     if check:
-        validate_plan(model, plan, limits=limits)
+        validate_plan(model, plan, limits=limits, abort=abort)
     return plan
 
 
-def validate_plan(model, plan: JointPlan, step: float = 2e-3, limits=None, chunk: int = 20000) -> None:
+def validate_plan(model, plan: JointPlan, step: float = 2e-3, limits=None, chunk: int = 20000, abort=None) -> None:
     """Reject a plan that leaves the limits anywhere along its path (sampled every ``step``
     s and at every knot, ``chunk`` samples at a time: memory stays bounded however long the
     plan is). ``limits`` (lo, hi, velocity) overrides the robot file's position and velocity
-    limits (e.g. the slow way back into the limits after a joint left them)."""
+    limits (e.g. the slow way back into the limits after a joint left them). ``abort()``, asked
+    before each chunk, ends the check with TrajectoryRejected(its answer) when it answers."""
     lim = model.robot.limits
     n = max(int(math.ceil((plan.end_time - plan.start_time) / step)), 1)
     knots = plan.start_time + plan.times
@@ -214,6 +149,9 @@ def validate_plan(model, plan: JointPlan, step: float = 2e-3, limits=None, chunk
     tl = np.array(lim.effort)
     units = joint_units(model)
     for first in range(0, n + 1, chunk):
+        why = abort() if abort is not None else ""
+        if why:                                  # e.g. a stop came while a long plan was checked
+            raise TrajectoryRejected(why)
         ts = plan.start_time + (plan.end_time - plan.start_time) * np.arange(first, min(first + chunk, n + 1)) / n
         k0, k1 = np.searchsorted(knots, ts[0], side="left"), np.searchsorted(knots, ts[-1], side="right")
         ts = np.unique(np.concatenate((ts, knots[k0:k1])))           # every knot exactly too

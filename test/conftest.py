@@ -34,9 +34,12 @@ def _claim_domain() -> int:
                        f"test run on this host (locks in {_LOCK_DIR})")
 
 
-if "DELTA_TEST_DOMAIN_CLAIMED" not in os.environ:   # a pytest run inside a test inherits ours
+# A pytest run inside a test inherits ours; each pytest-xdist worker (make test runs two) claims
+# its own, so the workers' nodes, which share names, never meet.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+if os.environ.get("DELTA_TEST_DOMAIN_CLAIMED") != _WORKER:
     os.environ['ROS_DOMAIN_ID'] = str(_claim_domain())
-    os.environ["DELTA_TEST_DOMAIN_CLAIMED"] = "1"
+    os.environ["DELTA_TEST_DOMAIN_CLAIMED"] = _WORKER
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 # the ROS wheels find their share files through the ament index (make sets it; plain pytest too)
 os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)

@@ -52,6 +52,20 @@ TOLERATE_PAUSES = ("-p", "max_stall:=1.0")
 SIM_TIME = ("-p", "use_sim_time:=true")
 
 
+def children(pid: int) -> list:
+    """PIDs whose parent is ``pid`` (a hardware node's control-loop process)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
 class NodeProcess:
     """``python -m <module> --ros-args ...`` with its output (stdout + stderr) in a temp file."""
 
@@ -216,7 +230,7 @@ class HardwareProbe:
         import numpy as np
         return np.array(self.js.position)
 
-    def wait_ready(self, timeout: float = 20.0):
+    def wait_ready(self, timeout: float = 120.0):          # a loaded 2-core host starts a node slowly
         ok = self.c.spin_until(lambda: self.js is not None and self.traj.get_subscription_count() > 0, timeout)
         assert ok, "hardware node did not come up"
 

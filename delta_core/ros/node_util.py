@@ -144,11 +144,12 @@ def stop_with_parent() -> None:
         pass
 
 
-def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
+def run(node_factory, name: str, args=None, multithreaded: bool = False, executor_factory=None) -> int:
     """rclpy.init, build the node, spin until SIGINT/SIGTERM; 0 on a clean stop, 1 if the node
     cannot start (e.g. a bad ``robot`` parameter; the reason is logged), 2 on bad ROS
     arguments (an unreadable ``--params-file``: one line on stderr). ``multithreaded``
-    spins a MultiThreadedExecutor (for nodes whose callbacks wait on service calls)."""
+    spins a MultiThreadedExecutor (for nodes whose callbacks wait on service calls);
+    ``executor_factory``, a function returning one, any other executor."""
     handler = _StopOnce()
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
@@ -173,7 +174,8 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False) -> int:
         # an executor of our own (not rclpy's global one, which would keep the node alive
         # until the interpreter's teardown)
         from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
-        executor = MultiThreadedExecutor() if multithreaded else SingleThreadedExecutor()
+        executor = (executor_factory() if executor_factory is not None else MultiThreadedExecutor()
+                    if multithreaded else SingleThreadedExecutor())
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):

@@ -1,5 +1,13 @@
 """The feedforward node ``delta_dynamics``: desired arm state in, model torques out.
 
+What its topic is for: the model's efforts for the setpoints the hardware node publishes
+(``publish_desired_state``), to watch (plot them against the measured efforts, check a model
+against a run) and as the reference of an external feedforward source. The control loop does
+not need it: its own in-process model (``feedforward: model``, the default; the identified
+robot file through ``feedforward_robot``) is cheaper and always on time, where an answer from
+another process must come back within one control period (with ``feedforward: topic`` the loop
+uses the answers that do, and its model for the others, counting both in ``~/status``).
+
 Subscribes ``/delta/desired_state`` (trajectory_msgs/JointTrajectory with one point: positions,
 velocities and accelerations of the three arm joints, matched by name against the robot file's
 ``joint_names``), maps it to the platform state with :func:`~delta_dynamics.rotary.dynamics.cartesian_state`

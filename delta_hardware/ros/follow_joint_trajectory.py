@@ -185,7 +185,7 @@ class FollowJointTrajectoryServer:
         """Every check of the goal callback (module docstring); the prepared goal or
         GoalRejected / TrajectoryRejected with the reason."""
         node = self.node
-        if self._closing or not node._active():
+        if self._closing or not node.active():
             raise GoalRejected("the hardware node is not active")
         model, prefix = node.model, node.prefix
         has_joint, has_multi = len(goal.trajectory.points) > 0, len(goal.multi_dof_trajectory.points) > 0
@@ -366,7 +366,7 @@ class FollowJointTrajectoryServer:
             while True:
                 if not node.context.ok():                   # SIGINT: rclpy shut the context down
                     return Result(error_code=Result.INVALID_GOAL, error_string="the hardware node is shutting down")
-                if self._closing or not node._active():
+                if self._closing or not node.active():
                     return self._finish(handle, Result.INVALID_GOAL, "the hardware node stopped (shutdown or "
                                         "deactivated)", plan=plan)
                 if handle.is_cancel_requested:
@@ -382,7 +382,7 @@ class FollowJointTrajectoryServer:
                 following = node.loop.is_following(plan)
                 if not following and now < plan.end_time - 1e-3:
                     return self._finish(handle, Result.INVALID_GOAL, "replaced by a newer trajectory or command")
-                state = node.loop.drives.read()
+                state = node.loop.feedback()
                 e, ev = self.errors(prepared, plan, now, state.position, state.velocity)
                 handle.publish_feedback(self._feedback(prepared, plan, now, state, e, ev))
                 if now >= plan.end_time:

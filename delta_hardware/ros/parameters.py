@@ -2,16 +2,24 @@
 
 One table (:data:`PARAMETERS`) feeds the node's declarations, ``docs/ros_interfaces.md`` and
 ``config/delta.yaml``; :func:`check_parameters` refuses a bad value by name, with the rule,
-before anything is built from it (the node then stays unconfigured).
+before anything is built from it (the node then stays unconfigured); :func:`loop_spec` builds
+the control loop's :class:`~delta_hardware.loop_config.LoopSpec` from checked values, reading
+the robot files through a bounded loader (:func:`load_bounded`: a file that does not answer, a
+FIFO or a hung file system, is refused after :data:`LOAD_TIMEOUT` s instead of blocking).
 """
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 from delta_core.rates import CONTROL_RATE_MAX, CONTROL_RATE_MIN
+from delta_core.robot_file import RobotFileError, load_robot, resolve_robot_path
 from delta_core.ros.names import PREFIX_RULE
+from delta_dynamics.kinds import same_kind_model
 from delta_hardware.drives import BUSES, bus_parameters
+from delta_hardware.loop_config import LoopConfig, LoopSpec
+from delta_hardware.loop_thread import RealtimeSettings
 
 
 @dataclass(frozen=True)
@@ -37,7 +45,8 @@ PARAMETERS = {
     "control_rate": Param(500.0, "Hz of the control loop"),
     "kp": Param([600.0, 600.0, 600.0], "N m / rad (N / m on a linear robot), per joint", runtime=True),
     "kd": Param([30.0, 30.0, 30.0], "N m s / rad (N s / m), per joint", runtime=True),
-    "feedforward": Param("topic", "topic | model | none", runtime=True),
+    "feedforward": Param("model", "model (in-process, always on time) | topic (an external source on "
+                                  "delta/feedforward, the model when late) | none", runtime=True),
     "feedforward_robot": Param("", "robot file of the in-process feedforward model (default: robot)", runtime=True),
     "feedforward_timeout": Param(0.01, "s: a topic feedforward older than this is replaced by the model's"),
     "command_timeout": Param(0.5, "s without a streamed command before the robot holds"),
@@ -46,7 +55,8 @@ PARAMETERS = {
                             "(0: the drives' own: the drive config's timing.max_stall, 0.25 s simulated)"),
     "max_trajectory_points": Param(100000, "points a trajectory may have"),
     "max_trajectory_duration": Param(3600.0, "s a trajectory may last"),
-    "publish_desired_state": Param(True, "publish /delta/desired_state for the dynamics node"),
+    "publish_desired_state": Param(False, "publish delta/desired_state (the setpoint one period ahead) every cycle, "
+                                          "for a feedforward source or a monitor; always with feedforward topic"),
     "thread_priority": Param(50, "SCHED_FIFO priority of the loop thread on the steady clock (0: normal)"),
     "cpu_affinity": Param(-1, "CPU the loop thread is pinned to (-1: any)"),
     "lock_memory": Param(False, "mlockall the process (recommended for real drives)"),
@@ -70,6 +80,8 @@ PARAMETERS.update({name: Param(b.default, b.description) for name, b in BUS_PARA
 HARDWARE = BUSES.names()
 PREFIX = PREFIX_RULE
 FEEDFORWARD = ("topic", "model", "none")
+#: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
+LOAD_TIMEOUT = 5.0
 
 
 def _rules(p: dict):
@@ -125,3 +137,58 @@ def check_parameters(p: dict, node: str = "delta_hardware") -> None:
     for name, ok, rule in _rules(p):
         if not ok:
             raise ValueError(f"{node} parameter {name} {rule}, got {p[name]!r}")
+
+
+def load_bounded(robot, timeout: float = LOAD_TIMEOUT):
+    """``load_robot(robot)`` on a thread of its own: RobotFileError if it names a FIFO, a device,
+    a socket or a directory (:func:`~delta_core.robot_file.resolve_robot_path`, nothing opened),
+    or does not finish within ``timeout`` s (a hung file system: the thread is left to its fate;
+    the caller, e.g. the node's executor, goes on)."""
+    if not isinstance(robot, str):
+        return load_robot(robot)
+    path = resolve_robot_path(robot)
+    result = []
+    worker = threading.Thread(target=lambda: result.append(_attempt(load_robot, path)), daemon=True,
+                              name="delta_robot_file")
+    worker.start()
+    worker.join(timeout)
+    if not result:
+        raise RobotFileError(f"{path}: not read within {timeout:g} s (a hung file system?)")
+    value, error = result[0]
+    if error is not None:
+        raise error
+    return value
+
+
+def _attempt(fn, *args):
+    try:
+        return fn(*args), None
+    except Exception as e:  # noqa: BLE001 - handed to the caller's thread
+        return None, e
+
+
+def same_kind(params, driven, what: str = "feedforward_robot"):
+    """``params`` (a loaded robot file) if it is of the kind of ``driven`` (the robot driven);
+    else RobotFileError naming ``what``, the file and both kinds (as
+    :func:`delta_dynamics.kinds.same_kind_model`, which it calls: a model of a linear Delta on a
+    rotary one computes forces for carriages that are not there)."""
+    same_kind_model(params, driven, what)
+    return params
+
+
+def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feedforward",
+              load=load_bounded) -> LoopSpec:
+    """The control loop's spec from the checked parameter values ``p`` (robot files read with
+    ``load``); ValueError / RobotFileError naming what is wrong."""
+    robot = load(p["robot"])
+    cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
+                     command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
+                     feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic)
+    rt = RealtimeSettings(thread_priority=int(p["thread_priority"]), cpu_affinity=int(p["cpu_affinity"]),
+                          lock_memory=bool(p["lock_memory"]))
+    return LoopSpec(robot=robot, backend=p["hardware"], params=dict(p), config=cfg,
+                    clock="sim" if use_sim_time else "wall", max_stall=float(p["max_stall"]) or None,
+                    feedforward_robot=same_kind(load(p["feedforward_robot"]), robot, "feedforward_robot")
+                    if p["feedforward_robot"] else None,
+                    realtime=rt, real_time_factor=float(p["real_time_factor"]),
+                    start_paused=bool(p["start_paused"]), pause_at=float(p["pause_at"]))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import queue
+import struct
 import threading
 
 import numpy as np
@@ -50,6 +51,44 @@ def deserialize(raw: bytes, typename: str):
     if pos + 4 > len(raw):
         raise TrajectoryRejected(f"truncated {typename.split('/')[-1]} message")
     return msg
+
+
+def point_count(raw: bytes) -> int | None:
+    """The length of the ``points`` sequence of a serialized JointTrajectory or
+    MultiDOFJointTrajectory (both start with a Header and ``string[] joint_names``), read
+    from the CDR bytes without deserialising the points; None if the bytes do not parse.
+
+    >>> from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    >>> from rclpy.serialization import serialize_message
+    >>> m = JointTrajectory(joint_names=["a", "bc"], points=[JointTrajectoryPoint()] * 7)
+    >>> m.header.frame_id = "base"
+    >>> point_count(serialize_message(m))
+    7
+    """
+    raw = memoryview(bytes(raw[:65536]) if len(raw) > 65536 else bytes(raw))
+    if len(raw) < 4 or bytes(raw[:2]) not in (b"\x00\x00", b"\x00\x01"):
+        return None
+    order = "<" if raw[1] else ">"
+    body = raw[4:]
+    pos = 8                                          # stamp: sec, nanosec
+
+    def u32(at):
+        at = (at + 3) & ~3                           # CDR aligns 4-byte values to 4
+        if at + 4 > len(body):
+            raise IndexError
+        return struct.unpack_from(order + "I", body, at)[0], at + 4
+
+    try:
+        n, pos = u32(pos)                            # header.frame_id
+        pos += n
+        count, pos = u32(pos)                        # joint_names
+        for _ in range(count):
+            n, pos = u32(pos)
+            pos += n
+        points, _ = u32(pos)
+    except (IndexError, struct.error):
+        return None
+    return int(points)
 
 
 def _seconds(d) -> float:
@@ -197,7 +236,8 @@ class TrajectoryIntake:
     ``submit(source, q, qd, qdd, times, start)`` (the node's) builds, validates and submits a
     plan; ``reject(source, reason)`` reports a refusal. ``limits()`` gives the current
     (max_points, max_duration); ``prefix`` is the robot's joint name prefix; ``now()`` the
-    node's time (a future ``header.stamp`` counts toward max_duration). Messages wait in a
+    node's time (a future ``header.stamp`` counts toward max_duration); ``void(rx)`` why a message
+received at ``rx`` is void ('' if not: e.g. received before a stop). Messages wait in a
     queue of ``depth``; when it is full the oldest waiting one is dropped and reported (the
     newest command wins, as on the topic).
     """
@@ -205,8 +245,9 @@ class TrajectoryIntake:
     KINDS = {"joint trajectory": (JOINT_TRAJECTORY, joint_points),
              "cartesian trajectory": (MULTI_DOF_TRAJECTORY, cartesian_points)}
 
-    def __init__(self, model_of, submit, reject, limits, depth: int = 4, prefix: str = "", now=None):
+    def __init__(self, model_of, submit, reject, limits, depth: int = 4, prefix: str = "", void=None, now=None):
         self.model_of = model_of
+        self.void = void                 # void(rx) -> why a message received at rx is void ('' if not)
         self.now = now                   # the node's time (s), for a header.stamp in the future
         self.prefix = prefix
         self.submit = submit
@@ -216,15 +257,16 @@ class TrajectoryIntake:
         self._thread = threading.Thread(target=self._run, name="delta_trajectory_intake", daemon=True)
         self._thread.start()
 
-    def put(self, source: str, raw: bytes) -> None:
-        """Queue a raw message (called on the executor: a copy and a queue put, nothing more)."""
+    def put(self, source: str, raw: bytes, rx: int | None = None) -> None:
+        """Queue a raw message (called on the executor: a copy and a queue put, nothing more);
+        ``rx``: when it was received (``time.time_ns()``), handed to ``submit``."""
         while True:
             try:
-                self._queue.put_nowait((source, raw))
+                self._queue.put_nowait((source, raw, rx))
                 return
             except queue.Full:
                 try:
-                    old, _ = self._queue.get_nowait()
+                    old, _, _ = self._queue.get_nowait()
                     self.reject(old, "dropped: newer trajectories arrived while it waited to be checked")
                 except queue.Empty:
                     pass
@@ -238,24 +280,30 @@ class TrajectoryIntake:
             item = self._queue.get()
             if item is None:
                 return
-            source, raw = item
+            source, raw, rx = item
             try:
-                self._handle(source, raw)
+                why = self.void(rx) if self.void is not None and rx is not None else ""
+                if why:                  # e.g. received before a stop: not even parsed
+                    raise TrajectoryRejected(why)
+                self._handle(source, raw, rx)
             except TrajectoryRejected as e:
                 self.reject(source, str(e))
             except Exception as e:  # noqa: BLE001 - a bad message never kills the intake
                 self.reject(source, f"{type(e).__name__}: {e}")
 
-    def _handle(self, source, raw):
+    def _handle(self, source, raw, rx=None):
         typename, convert = self.KINDS[source]
         max_points, max_duration = self.limits()
         if len(raw) > BYTES_PER_POINT * max_points + 65536:
             raise TrajectoryRejected(f"message of {len(raw) / 1e6:.1f} MB is larger than "
                                      f"max_trajectory_points {max_points} points can take")
+        n = point_count(raw)
+        if n is not None and n > max_points:           # before the (slow) full deserialisation
+            raise TrajectoryRejected(f"{n} points, more than max_trajectory_points {max_points}")
         msg = deserialize(raw, typename)
         if len(msg.points) > max_points:
             raise TrajectoryRejected(f"{len(msg.points)} points, more than max_trajectory_points {max_points}")
         model = self.model_of()
         q, qd, qdd, times, start = convert(model, msg, self.prefix)
         check_duration(times, start, self.now() if self.now is not None else start, max_duration)
-        self.submit(source, start, times, q, qd, qdd)
+        self.submit(source, start, times, q, qd, qdd, rx=rx)
