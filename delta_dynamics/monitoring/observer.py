@@ -19,10 +19,12 @@ follows r_dot = K (tau_ext - r): a first-order filter of the external joint effo
 constant 1/K. Here it is discretised exactly for an effort held over each sample interval
 (zero-order hold, as a drive holds its target), a = exp(-K dt):
 
-    e_k = (p_k - p_{k-1}) / dt - tau_k + (beta_k + beta_{k-1}) / 2 + (tau_fric,k + tau_fric,k-1) / 2
+    e_k = (p_k - p_{k-1}) / dt - tau_k + (beta_k + beta_{k-1}) / 2 + tau_fric(q_dot_k)
     r_k = a r_{k-1} + (1 - a) e_k
 
-(``tau_k`` is the effort applied over (t_{k-1}, t_k], i.e. commanded at the previous sample.)
+(``tau_k`` is the effort applied over (t_{k-1}, t_k], i.e. commanded at the previous sample;
+the conservative terms by the trapezoid rule, friction at the interval's end as the plants'
+linearly implicit integrators apply it.)
 e_k is the mean external effort over the interval; the filter is stable for every K dt.
 
 :class:`MomentumObserver` is the immutable part (model, gain); :class:`ObserverState` the
@@ -94,16 +96,17 @@ def _joint_array(v, what: str, n: int | None = None) -> np.ndarray:
 
 
 def momentum_terms(m, q, qd):
-    """(p, beta, X) of the reduced joint-space model at the joint state (q, q_dot), one sample
-    (3,) or N samples (N, 3): the momentum p = M_q q_dot, the known part beta = g_q + C_q q_dot
-    + tau_fric(q_dot) - M_q_dot q_dot of p_dot = tau + tau_ext - beta (module docstring; the
-    friction included), and the platform position X (m). Vectorised over samples.
+    """(p, beta, tau_fric, X) of the reduced joint-space model at the joint state (q, q_dot),
+    one sample (3,) or N samples (N, 3): the momentum p = M_q q_dot, the known conservative
+    part beta = g_q + C_q q_dot - M_q_dot q_dot and the model's friction tau_fric(q_dot) of
+    p_dot = tau - tau_fric + tau_ext - beta (module docstring), and the platform position X
+    (m). Vectorised over samples.
 
     >>> from delta_dynamics.kinds import model_for
     >>> from delta_dynamics.algorithms import inverse_kinematics
     >>> m = model_for("colombo2020")
     >>> q = inverse_kinematics(m, [0.0, 0.0, 0.05])
-    >>> p, beta, X = momentum_terms(m, q, [0.0, 0.0, 0.0])
+    >>> p, beta, fric, X = momentum_terms(m, q, [0.0, 0.0, 0.0])
     >>> p.tolist(), bool(np.allclose(beta, inverse_dynamics(m, X, [0, 0, 0], [0, 0, 0])))
     ([0.0, 0.0, 0.0], True)
     """
@@ -113,7 +116,7 @@ def momentum_terms(m, q, qd):
     speed = np.linalg.norm(Xd, axis=-1)
     safe = np.where(speed > 0.0, speed, 1.0)
     u = Xd / safe[..., None] * DIFF_STEP
-    Mq = joint_space_inertia(m, np.stack((X, X - u, X + u)))              # (3, [N,] 3, 3)
+    Mq = joint_space_inertia(m, np.stack((X, X - u, X + u)).reshape(-1, 3)).reshape((3,) + X.shape + (3,))
     p = np.einsum("...ij,...j->...i", Mq[0], qd)
     dM = (Mq[2] - Mq[1]) * (speed / (2.0 * DIFF_STEP))[..., None, None]
     beta = inverse_dynamics(m, X, Xd, Xdd, friction=False) - np.einsum("...ij,...j->...i", dM, qd)

@@ -159,6 +159,11 @@ class MujocoPlant(Plant):
         does not matter, the platform only translates); the state is kept."""
         mass = check_payload(mass)
         self.model.body_mass[self._platform_body] = self._bare_mass + mass
+        # the platform is a "simple" body (slides only): MuJoCo keeps its mass matrix entries
+        # (dof_M0) from compile time; mj_setConst, on a scratch MjData so the state is kept,
+        # recomputes them (and every other mass-derived constant) as the compiler would
+        mujoco.mj_setConst(self.model, mujoco.MjData(self.model))
+        mujoco.mj_forward(self.model, self.data)
         self.payload_mass = mass
         self._P = None
 
