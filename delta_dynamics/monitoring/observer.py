@@ -9,23 +9,27 @@ kinematic Jacobian q_dot = J X_dot), the momentum p = M_q q_dot obeys
     beta  = g_q + C_q q_dot - M_q_dot q_dot   (= g_q - C_q^T q_dot for a Christoffel C_q)
 
 where g_q + C_q q_dot + tau_fric is the model's inverse dynamics at q_ddot = 0
-(:func:`delta_dynamics.algorithms.inverse_dynamics_joint`) and M_q_dot q_dot is M_q's
-derivative along the motion (a central difference of M_q over +-h along X_dot, h =
-:data:`DIFF_STEP`). No acceleration is measured. The residual
+(:func:`delta_dynamics.algorithms.inverse_dynamics_joint`) and M_q_dot is M_q's derivative
+along the motion (:func:`momentum_terms` gives these continuous-time terms, M_q_dot by a
+central difference). No acceleration is measured. The residual
 
     r(t) = K [p(t) - p(0) - int_0^t (tau - tau_fric - beta + r) ds]
 
 follows r_dot = K (tau_ext - r): a first-order filter of the external joint effort with time
 constant 1/K. Here it is discretised exactly for an effort held over each sample interval
-(zero-order hold, as a drive holds its target), a = exp(-K dt):
+(zero-order hold, as a drive holds its target), a = exp(-K dt): r_k = a r_{k-1} + (1 - a) e_k
+with e_k the mean external effort over (t_{k-1}, t_k], from the momentum balance over the
+interval, the conservative terms by the trapezoid rule and M_q_dot q_dot as
+(M_q,k - M_q,k-1) / dt times the mean velocity:
 
-    e_k = (p_k - p_{k-1}) / dt - tau_k + (beta_k + beta_{k-1}) / 2 + tau_fric(q_dot_k)
-    r_k = a r_{k-1} + (1 - a) e_k
+    e_k = [p_k - p_{k-1} - (M_q,k - M_q,k-1) (q_dot_k + q_dot_{k-1}) / 2] / dt - tau_k
+          + (h_k + h_{k-1}) / 2 + tau_fric(q_dot_k)
+        = (M_q,k + M_q,k-1) / 2 (q_dot_k - q_dot_{k-1}) / dt - tau_k + (h_k + h_{k-1}) / 2 + tau_fric(q_dot_k)
 
-(``tau_k`` is the effort applied over (t_{k-1}, t_k], i.e. commanded at the previous sample;
-the conservative terms by the trapezoid rule, friction at the interval's end as the plants'
-linearly implicit integrators apply it.)
-e_k is the mean external effort over the interval; the filter is stable for every K dt.
+with h = g_q + C_q q_dot (:func:`sample_terms`: one mass matrix, one Jacobian and one inverse
+dynamics per sample, no difference quotient of M_q). ``tau_k`` is the effort applied over
+(t_{k-1}, t_k], i.e. commanded at the previous sample; friction is taken at the interval's end
+as the plants' linearly implicit integrators apply it. The filter is stable for every K dt.
 
 :class:`MomentumObserver` is the immutable part (model, gain); :class:`ObserverState` the
 per-run workspace; :meth:`MomentumObserver.update` the loop's one-sample path,
@@ -54,8 +58,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from delta_dynamics.algorithms import (cartesian_state, friction_torque, inverse_dynamics, jacobian,
-                                      joint_space_inertia)
+from delta_dynamics.algorithms import (cartesian_state, forward_kinematics, friction_torque, inverse_dynamics,
+                                      jacobian, jacobian_derivative, joint_space_inertia, mass_matrix)
 
 #: The observer gain K (1/s) unless told: a 10 ms time constant, 5 cycles at 500 Hz. A larger K
 #: follows a collision faster and passes more model error and velocity noise.
@@ -96,7 +100,7 @@ def _joint_array(v, what: str, n: int | None = None) -> np.ndarray:
 
 
 def momentum_terms(m, q, qd):
-    """(p, beta, tau_fric, X) of the reduced joint-space model at the joint state (q, q_dot),
+    """The continuous-time terms (p, beta, tau_fric, X) of the reduced joint-space model at the joint state (q, q_dot),
     one sample (3,) or N samples (N, 3): the momentum p = M_q q_dot, the known conservative
     part beta = g_q + C_q q_dot - M_q_dot q_dot and the model's friction tau_fric(q_dot) of
     p_dot = tau - tau_fric + tau_ext - beta (module docstring), and the platform position X
@@ -123,14 +127,32 @@ def momentum_terms(m, q, qd):
     return p, beta, friction_torque(m, qd), X
 
 
+def sample_terms(m, q, qd):
+    """(M_q, h, tau_fric, X) at the joint state (q, q_dot), one sample (3,) or N samples (N, 3):
+    the joint-space mass matrix M_q = J^-T M J^-1 (3, 3), h = g_q + C_q q_dot (the inverse
+    dynamics at q_ddot = 0 without friction), the model's friction and the platform position
+    X (m): what the discrete observer needs per sample. Vectorised over samples."""
+    q = np.asarray(q, dtype=float)
+    qd = np.asarray(qd, dtype=float)
+    X = forward_kinematics(m, q)
+    J = jacobian(m, X)
+    Ji = np.linalg.inv(J)
+    Xd = (Ji @ qd[..., None])[..., 0]                                   # matmul: one sample or N
+    Xdd = -(Ji @ (jacobian_derivative(m, X, Xd) @ Xd[..., None]))[..., 0]
+    Mq = Ji.swapaxes(-1, -2) @ mass_matrix(m, X) @ Ji
+    return Mq, inverse_dynamics(m, X, Xd, Xdd, friction=False), friction_torque(m, qd), X
+
+
 @dataclass
 class ObserverState:
-    """The observer's workspace for one run (mutable; one per robot and thread): the last
-    momentum ``p`` and known term ``beta``, the residual ``r`` (N m or N per joint), the
-    platform position ``X`` (m) at the last sample and the number of samples seen."""
+    """The observer's workspace for one run (mutable; one per robot and thread): at the last
+    sample the joint-space mass matrix ``Mq``, joint velocity ``qd``, known term ``h`` and
+    platform position ``X`` (m), the residual ``r`` (N m or N per joint) and the number of
+    samples seen."""
 
-    p: np.ndarray
-    beta: np.ndarray
+    Mq: np.ndarray
+    qd: np.ndarray
+    h: np.ndarray
     X: np.ndarray
     r: np.ndarray = field(default_factory=lambda: np.zeros(3))
     samples: int = 0
@@ -158,9 +180,9 @@ class MomentumObserver:
         """A fresh :class:`ObserverState` at the joint state (q, q_dot), residual ``r0`` (zero)."""
         q = _joint_array(q, "joint position")
         qd = _joint_array(qd, "joint velocity")
-        p, beta, _, X = momentum_terms(self.model, q, qd)
+        Mq, h, _, X = sample_terms(self.model, q, qd)
         r = np.zeros(3) if r0 is None else _joint_array(r0, "initial residual").copy()
-        return ObserverState(p, beta, X, r)
+        return ObserverState(Mq, qd, h, X, r)
 
     def update(self, state: ObserverState, q, qd, tau, dt: float) -> np.ndarray:
         """One sample: the joint state (q, q_dot) now, the efforts ``tau`` applied since the
@@ -169,12 +191,12 @@ class MomentumObserver:
         if not (dt > 0.0 and math.isfinite(dt)):
             raise ValueError(f"momentum observer: dt must be a finite number > 0 s, got {dt!r}")
         tau = _joint_array(tau, "joint effort")
-        p, beta, fric, X = momentum_terms(self.model, _joint_array(q, "joint position"),
-                                          _joint_array(qd, "joint velocity"))
-        e = (p - state.p) / dt - tau + 0.5 * (beta + state.beta) + fric
+        qd = _joint_array(qd, "joint velocity")
+        Mq, h, fric, X = sample_terms(self.model, _joint_array(q, "joint position"), qd)
+        e = (0.5 / dt) * ((Mq + state.Mq) @ (qd - state.qd)) - tau + 0.5 * (h + state.h) + fric
         a = math.exp(-self.gain * dt)
         state.r = a * state.r + (1.0 - a) * e
-        state.p, state.beta, state.X = p, beta, X
+        state.Mq, state.qd, state.h, state.X = Mq, qd, h, X
         state.samples += 1
         return state.r
 
@@ -197,11 +219,12 @@ class MomentumObserver:
         tau = _joint_array(tau, "joint efforts", n)
         if not (dt > 0.0 and math.isfinite(dt)):
             raise ValueError(f"momentum observer: dt must be a finite number > 0 s, got {dt!r}")
-        p, beta, fric, _ = momentum_terms(self.model, q, qd)
+        Mq, h, fric, _ = sample_terms(self.model, q, qd)
         r = np.zeros((n, 3))
         r[0] = 0.0 if r0 is None else _joint_array(r0, "initial residual")
         if n > 1:
-            e = (p[1:] - p[:-1]) / dt - tau[1:] + 0.5 * (beta[1:] + beta[:-1]) + fric[1:]
+            e = ((0.5 / dt) * np.einsum("kij,kj->ki", Mq[1:] + Mq[:-1], qd[1:] - qd[:-1])
+                 - tau[1:] + 0.5 * (h[1:] + h[:-1]) + fric[1:])
             a = math.exp(-self.gain * dt)
             r[1:], _ = lfilter([1.0 - a], [1.0, -a], e, axis=0, zi=(a * r[0])[None, :])
         return r
