@@ -21,11 +21,17 @@ control loop or the nodes knowing which.
 >>> all(v < 0 for v in linear.joint_state()[1])
 True
 
+Disturbances for tests and users: :meth:`Plant.set_external_force` pushes the platform (held
+until changed, zero removes it), :meth:`Plant.set_payload` changes the simulated payload while
+the controller's model stays as it was.
+
 The explicit plant serves either kind of Delta (through :mod:`delta_dynamics.algorithms`);
 the multibody and MuJoCo plants model rotary Deltas only and refuse a linear robot file.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -66,6 +72,49 @@ class Plant(ABC):
         q, _ = self.joint_state()
         self.place(q)
 
+    def set_external_force(self, F) -> None:
+        """Apply the force ``F`` (3 floats, N, ``base_link``) at the platform centre from the
+        next step on, held until the next call; a zero force removes it. Plants that cannot
+        raise NotImplementedError."""
+        raise NotImplementedError(f"the {type(self).__name__} takes no external force")
+
+    def set_payload(self, mass: float) -> None:
+        """Make the simulated payload ``mass`` kg (a point mass at the platform centre) from
+        the next step on, in place of the robot file's; the controller's model is not
+        changed. Plants that cannot raise NotImplementedError."""
+        raise NotImplementedError(f"the {type(self).__name__} cannot change its payload")
+
+
+def check_platform_force(F) -> tuple | None:
+    """``F`` (N) as a tuple of 3 floats, None when it is zero; ValueError naming it otherwise.
+
+    >>> check_platform_force([0, 0, -30]), check_platform_force([0, 0, 0])
+    ((0.0, 0.0, -30.0), None)
+    """
+    try:
+        f = tuple(float(v) for v in F)
+    except (TypeError, ValueError):
+        f = ()
+    if len(f) != 3 or not all(math.isfinite(v) for v in f):
+        raise ValueError(f"external platform force must be 3 finite numbers (N, base_link), got {F!r}")
+    return None if not any(f) else f
+
+
+#: The largest payload (kg) a plant takes at run time: the robot file's bound
+#: (``mass_properties.payload.mass``).
+PAYLOAD_MAX = 1000.0
+
+
+def check_payload(mass) -> float:
+    """``mass`` (kg) as a float in [0, :data:`PAYLOAD_MAX`]; ValueError naming it otherwise."""
+    try:
+        m = float(mass)
+    except (TypeError, ValueError):
+        m = float("nan")
+    if not (math.isfinite(m) and 0.0 <= m <= PAYLOAD_MAX):
+        raise ValueError(f"payload mass must be a finite number in [0, {PAYLOAD_MAX:g}] kg, got {mass!r}")
+    return m
+
 
 class ExplicitPlant(Plant):
     """The explicit model's forward dynamics (Asadi & Heydari eq. 43; for a linear Delta the
@@ -76,7 +125,22 @@ class ExplicitPlant(Plant):
     def __init__(self, model, method: str = "semi-implicit"):
         self.model = model
         self.method = method
+        self.payload_mass = float(model.robot.mass.payload_mass)     # kg, in the model's m_x
+        self._F = None
         self.place_platform(workspace_centre(model))
+
+    def set_external_force(self, F) -> None:
+        """Apply ``F`` (N, ``base_link``) at the platform from the next step on, held until
+        changed (the F_P of eq. 39); zero removes it."""
+        self._F = check_platform_force(F)
+
+    def set_payload(self, mass: float) -> None:
+        """The simulated payload becomes ``mass`` kg: the plant's model gets m_x + (mass - the
+        payload it had); the platform state is kept."""
+        mass = check_payload(mass)
+        p = self.model.params
+        self.model = self.model.with_parameters(dataclasses.replace(p, m_x=p.m_x + mass - self.payload_mass))
+        self.payload_mass = mass
 
     def place(self, q) -> None:
         """Put the robot at rest at joint positions ``q`` (rad or m)."""
@@ -92,7 +156,7 @@ class ExplicitPlant(Plant):
     def step(self, tau, dt: float) -> None:
         """Advance ``dt`` s under the efforts ``tau`` with the kind's fixed step; raises
         UnreachableError (the state unchanged) when the platform would leave the workspace."""
-        X, V = step(self.model, self._X, self._V, tau, dt, self.method)
+        X, V = step(self.model, self._X, self._V, tau, dt, self.method, self._F)
         inverse_kinematics(self.model, X)            # raises UnreachableError outside the workspace
         self._X, self._V = X, V
 

@@ -46,7 +46,7 @@ from delta_dynamics.algorithms import (UnreachableError, forward_kinematics, inv
 from delta_dynamics.common.backend import ScalarMath
 from delta_dynamics.common.friction import friction_slope, joint_friction
 from delta_dynamics.kinds import model_for
-from delta_dynamics.plant import Plant
+from delta_dynamics.plant import Plant, check_payload, check_platform_force
 from delta_dynamics.reference.bodies import body_set
 from delta_dynamics.reference.mujoco_model import require_mujoco
 from delta_dynamics.reference.mujoco_model.mjcf import SolverSettings, build_model
@@ -140,7 +140,32 @@ class MujocoPlant(Plant):
         self._stiff = 0.01 * (arm.inertia[1] + arm.mass * arm.com ** 2 + bs.rotor_inertia)
         self.max_closure_error = 0.0                        # largest gap seen since place() (m)
         self._P = self._P_at = None
+        self._F = None                                      # external platform force (N) or None
+        self._platform_body = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "platform_link")
+        self.payload_mass = float(self.robot.mass.payload_mass)
+        self._bare_mass = float(self.model.body_mass[self._platform_body]) - self.payload_mass
         self.place_platform(workspace_centre(self.chain.kin))
+
+    # ------------------------------------------------------------------ disturbances
+    def set_external_force(self, F) -> None:
+        """Apply ``F`` (N, ``base_link``) at the platform from the next step on, held until
+        changed; zero removes it. It acts as a generalized force on the platform's three
+        slides (``qfrc_applied``), which is exactly a force at the platform centre."""
+        self._F = check_platform_force(F)
+        self.data.qfrc_applied[self.chain.platform] = self._F if self._F is not None else 0.0
+
+    def set_payload(self, mass: float) -> None:
+        """The simulated payload becomes ``mass`` kg: the platform body's mass (its inertia
+        does not matter, the platform only translates); the state is kept."""
+        mass = check_payload(mass)
+        self.model.body_mass[self._platform_body] = self._bare_mass + mass
+        # the platform is a "simple" body (slides only): MuJoCo keeps its mass matrix entries
+        # (dof_M0) from compile time; mj_setConst, on a scratch MjData so the state is kept,
+        # recomputes them (and every other mass-derived constant) as the compiler would
+        mujoco.mj_setConst(self.model, mujoco.MjData(self.model))
+        mujoco.mj_forward(self.model, self.data)
+        self.payload_mass = mass
+        self._P = None
 
     # ------------------------------------------------------------------ state
     def place(self, q) -> None:
@@ -166,6 +191,8 @@ class MujocoPlant(Plant):
         d = self.data
         mujoco.mj_resetData(self.model, d)
         d.qpos[:] = self.chain.qpos(q, X)
+        if self._F is not None:
+            d.qfrc_applied[self.chain.platform] = self._F
         mujoco.mj_forward(self.model, d)
         self.max_closure_error = self.chain.closure_error(d)
         self._P = None
