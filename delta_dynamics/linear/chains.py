@@ -10,7 +10,7 @@ the kinematics when the robot file has ``per_arm`` and by calibration.
 
 >>> from delta_core.robot_file import load_robot
 >>> p = CHAINS.parameters(load_robot("colombo2020"))
->>> dict(zip(CHAINS.names, p.round(4)))["rod_length_2"]
+>>> float(p[CHAINS.index("rod_length", 1)])
 0.215
 """
 from __future__ import annotations
