@@ -18,7 +18,7 @@ from delta_dynamics.calibration.klipper import KlipperError, klipper_from_robot,
 from delta_dynamics.kinds import model_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-import calibration_vs_klipper as bench  # noqa: E402
+import bench_calibration as bench  # noqa: E402
 
 CONFIGS = os.path.join(list(klippy.__path__)[0], "config")
 EXAMPLE = os.path.join(CONFIGS, "example-delta.cfg")
@@ -99,3 +99,7 @@ def test_probe_calibration_as_good_as_klippers():
     assert r["nominal"] > 0.3                       # the perturbation is visible (~1 mm)
     assert r["ours"] <= 1.02 * r["klipper"], r
     assert r["ours"] < 1.5 * 0.01                   # near the 0.01 mm probe noise
+    # the README's calibration figures are this run's (and the rotary case's, recomputed)
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
+    block = readme[readme.index(bench.BEGIN) + len(bench.BEGIN):readme.index(bench.END)]
+    assert block.strip() == bench.readme_block(bench.rotary(), r).strip()

