@@ -141,7 +141,8 @@ class LinearLimits:
 SCHEMA = {
     "name": None, "type": None, "joint_names": None, "gravity": None, "metadata": ...,
     "geometry": {k: None for k in ("rail_radius", "platform_radius", "rod_length", "rod_spacing",
-                                   "rail_angles_deg", "tool_offset", "per_arm")},
+                                   "rail_angles_deg", "tool_offset")}
+                 | {"per_arm": ...},      # per_arm: checked by read_per_arm (its own bounds)
     "mass_properties": {
         "carriage": {"mass": None},
         "rod": {"mass": None, "inertia": None},

@@ -192,7 +192,8 @@ class Limits:
 SCHEMA = {
     "name": None, "type": None, "joint_names": None, "gravity": None, "metadata": ...,
     "geometry": {k: None for k in ("base_radius", "platform_radius", "upper_arm_length",
-                                   "forearm_length", "forearm_spacing", "chain_angles_deg", "per_arm")},
+                                   "forearm_length", "forearm_spacing", "chain_angles_deg")}
+                 | {"per_arm": ...},      # per_arm: checked by read_per_arm (its own bounds)
     "mass_properties": {
         "upper_arm": {"mass": None, "com_distance": None, "inertia": None},
         "motor": {"rotor_inertia": None, "gear_ratio": None, "torque_constant": None},
