@@ -112,6 +112,7 @@ setup(
         'console_scripts': [
             'delta-dynamics=delta_dynamics.cli:main',
             'delta-identify=delta_dynamics.identification.cli:main',
+            'delta-calibrate=delta_dynamics.calibration.cli:main',
             'delta-description=delta_description.cli:main',
             'delta-bringup=delta_bringup.main:main',
             'delta-drive-sim=delta_hardware.canopen.sim_cli:main',

@@ -267,7 +267,7 @@ def test_the_kinds_have_the_same_modules():
     files = {kind: sorted(p.name for p in (ROOT / KINDS.get(kind).package.replace(".", "/")).glob("*.py"))
              for kind in KINDS.names()}
     assert len({tuple(v) for v in files.values()}) == 1, files
-    assert files["rotary"] == ["__init__.py", "demo.py", "dynamics.py", "identification.py", "kinematics.py",
+    assert files["rotary"] == ["__init__.py", "chains.py", "demo.py", "dynamics.py", "identification.py", "kinematics.py",
                                "model.py", "simulate.py"]
 
 

@@ -45,6 +45,7 @@ RUN = [
     "delta-identify excite --robot nt_robot --out excite.csv --from config/excitation/nt_robot.yaml",
     "delta-dynamics plan pick --robot nt_robot --from -0.1525 0 -0.78 --to 0.1525 0 -0.78 "
     "--height 0.025 --blend 0.01 --dwell 0.05 --cycles 10 --out pick.csv",
+    "delta-calibrate poses --robot nt_robot --count 50 --out poses.csv",
 ]
 
 HELP = {
@@ -80,6 +81,11 @@ HELP = {
 }
 
 ELSEWHERE = {
+    "delta-calibrate --robot nt_robot --measurements measured.csv --out calibrated.yaml --report cal/":
+        "needs the user's measurements (test_calibration.py runs it on simulated tracker data)",
+    "delta-calibrate from-klipper printer.cfg --out printer.yaml": "needs the user's printer.cfg "
+        "(test_calibration_klipper.py imports Klipper's example-delta.cfg)",
+    "delta-calibrate to-klipper calibrated.yaml": "needs a calibrated file (test_calibration_klipper.py)",
     "make run": "the demo, about a minute: the repro branch's figure test runs it",
     "make test": "this suite",
     "make bench": "benchmarks on an idle machine (bench/, README Performance)",

@@ -158,3 +158,47 @@ def read_position_limits(r: Reader, unit: str) -> list:
             r.fail(f"limits.position[{k}]", f"must have lo < hi, got {[lo, hi]!r}")
         position.append((float(lo), float(hi)))
     return position
+
+
+def read_per_arm(r: Reader, fields: dict, shared: dict) -> tuple | None:
+    """``geometry.per_arm`` (optional): three mappings, one per chain, each overriding some of
+    the shared geometry ``fields`` for that chain (``docs/robot_file.md``, "Per-arm geometry").
+
+    ``fields``: name -> (Bound, ``"gt0"``/``"ge0"``/``""`` rule); ``shared``: name -> the shared
+    value (None for a field with no shared value, e.g. ``joint_offset``: 0). Returns three
+    dicts holding every field of ``fields`` (the chain's own value or the shared one), or None
+    when the file has no ``per_arm``. Errors name the chain and field:
+    ``geometry.per_arm[1].rod_length must be > 0, got -0.2``.
+    """
+    path = "geometry.per_arm"
+    v = r.get(path, None)
+    if v is None:
+        return None
+    if not isinstance(v, (list, tuple)) or len(v) != 3:
+        r.fail(path, f"must be a list of 3 mappings (one per chain) of {', '.join(fields)}, got {v!r}")
+    out = []
+    for k, entry in enumerate(v):
+        where = f"{path}[{k}]"
+        if entry is None:
+            entry = {}
+        if not isinstance(entry, dict):
+            r.fail(where, f"must be a mapping of {', '.join(fields)}, got {entry!r}")
+        arm = {}
+        for name in entry:
+            if name not in fields:
+                r.fail(f"{where}.{name}", f"is not a known per-arm field (known here: {', '.join(fields)})")
+        for name, (bound, rule) in fields.items():
+            if name not in entry:
+                arm[name] = 0.0 if shared.get(name) is None else float(shared[name])
+                continue
+            x = r.value(f"{where}.{name}", entry[name])
+            if rule == "gt0" and not x > 0:
+                r.fail(f"{where}.{name}", f"must be > 0, got {x:g}")
+            if rule == "ge0" and not x >= 0:
+                r.fail(f"{where}.{name}", f"must be >= 0, got {x:g}")
+            if not bound.lo <= x <= bound.hi:
+                r.fail(f"{where}.{name}", f"must lie within [{bound.lo:g}, {bound.hi:g}] {bound.unit} "
+                       f"(plausible for {bound.why}), got {x:g}")
+            arm[name] = x
+        out.append(arm)
+    return tuple(out)

@@ -11,13 +11,14 @@ kind's rules (reach, rod inertia, a common carriage range). Fields and units:
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from delta_core.robot_file.bounds import Bound
 from delta_core.robot_file.common import (SHARED_BOUNDS, RobotFileKind, RobotParameters, check_spread,
                                           read_friction, read_gravity, read_header, read_metadata,
-                                          read_position_limits)
+                                          read_per_arm, read_position_limits)
 from delta_core.robot_file.reader import Reader
 
 #: The robot file's ``type`` of this kind.
@@ -34,12 +35,29 @@ class LinearGeometry:
     rod_spacing: float          # m, distance between the two rods of a pair
     rail_angles_deg: tuple      # deg, angle of rail i about z, measured from x
     tool_offset: float          # m, tool point (nozzle, Q) below the platform centre P (PQ)
+    per_arm: tuple | None = None  # optional: three dicts of PER_ARM_FIELDS, one per rail (all filled in)
+
+    def arm(self, i: int) -> dict:
+        """Rail ``i``'s own geometry (0-2): every field of :data:`PER_ARM_FIELDS` (m), from
+        ``per_arm`` where the file has it, else the shared fields (joint offset 0)."""
+        if self.per_arm is not None:
+            return dict(self.per_arm[i])
+        return {"joint_offset": 0.0, "rail_radius": self.rail_radius, "rod_length": self.rod_length}
 
     def to_dict(self) -> dict:
         """The ``geometry`` section of the robot file."""
-        return {"rail_radius": self.rail_radius, "platform_radius": self.platform_radius,
-                "rod_length": self.rod_length, "rod_spacing": self.rod_spacing,
-                "rail_angles_deg": list(self.rail_angles_deg), "tool_offset": self.tool_offset}
+        d = {"rail_radius": self.rail_radius, "platform_radius": self.platform_radius,
+             "rod_length": self.rod_length, "rod_spacing": self.rod_spacing,
+             "rail_angles_deg": list(self.rail_angles_deg), "tool_offset": self.tool_offset}
+        if self.per_arm is not None:
+            d["per_arm"] = [dict(a) for a in self.per_arm]
+        return d
+
+
+#: The fields of one entry of ``geometry.per_arm`` (linear): the carriage's zero (endstop)
+#: offset (m: the carriage joint height is the joint position plus it), its rail's radius and
+#: its rod length (m). The rail's angle about z is its entry of ``rail_angles_deg``.
+PER_ARM_FIELDS = ("joint_offset", "rail_radius", "rod_length")
 
 
 @dataclass(frozen=True)
@@ -123,7 +141,8 @@ class LinearLimits:
 SCHEMA = {
     "name": None, "type": None, "joint_names": None, "gravity": None, "metadata": ...,
     "geometry": {k: None for k in ("rail_radius", "platform_radius", "rod_length", "rod_spacing",
-                                   "rail_angles_deg", "tool_offset")},
+                                   "rail_angles_deg", "tool_offset")}
+                 | {"per_arm": ...},      # per_arm: checked by read_per_arm (its own bounds)
     "mass_properties": {
         "carriage": {"mass": None},
         "rod": {"mass": None, "inertia": None},
@@ -182,6 +201,16 @@ def parse(r: Reader) -> RobotParameters:
         tool_offset=r.number("geometry.tool_offset", default=0.0),
     )
     check_spread(r, "geometry.rail_angles_deg", geo.rail_angles_deg, "rails")
+    geo = dataclasses.replace(geo, per_arm=read_per_arm(r, {
+        "joint_offset": (BOUNDS["limits.position"], ""),
+        "rail_radius": (BOUNDS["geometry.rail_radius"], "gt0"),
+        "rod_length": (BOUNDS["geometry.rod_length"], "gt0")},
+        {"rail_radius": geo.rail_radius, "rod_length": geo.rod_length}))
+    for k, arm in enumerate(geo.per_arm or ()):
+        if not arm["rod_length"] > arm["rail_radius"] - geo.platform_radius:
+            r.fail(f"geometry.per_arm[{k}].rod_length",
+                   f"is too short for rod pair {k + 1} to reach the platform: needs > "
+                   f"{arm['rail_radius'] - geo.platform_radius:.4g} m, got {arm['rod_length']:g}")
     if not geo.rail_radius > geo.platform_radius:
         r.fail("geometry.rail_radius",
                f"must be > geometry.platform_radius ({geo.platform_radius:g}): with the platform joints "

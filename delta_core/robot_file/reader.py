@@ -115,6 +115,10 @@ class Reader:
             self.fail(path, f"must be finite, got {x}")
         return x
 
+    def value(self, path: str, v: Any, what: str = "a number") -> float:
+        """``v`` (found at ``path``) as a finite float, else fail naming ``path``."""
+        return self._value(path, v, what)
+
     def _plausible(self, path: str, x: float) -> None:
         why = why_implausible(path, x, self.bounds)
         if why:

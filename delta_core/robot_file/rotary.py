@@ -18,7 +18,7 @@ from typing import Any
 from delta_core.robot_file.bounds import Bound
 from delta_core.robot_file.common import (LENGTH, SHARED_BOUNDS, RobotFileKind, RobotParameters,
                                           check_spread, read_friction, read_gravity, read_header,
-                                          read_metadata, read_position_limits)
+                                          read_metadata, read_per_arm, read_position_limits)
 from delta_core.robot_file.reader import Reader
 
 #: The robot file's ``type`` of this kind.
@@ -35,12 +35,31 @@ class Geometry:
     forearm_length: float       # m, elbow to platform joint (one bar of the parallelogram)
     forearm_spacing: float      # m, distance between the two bars of a forearm
     chain_angles_deg: tuple     # deg, angle phi_i of chain i about z, measured from x
+    per_arm: tuple | None = None  # optional: three dicts of PER_ARM_FIELDS, one per arm (all filled in)
+
+    def arm(self, i: int) -> dict:
+        """Arm ``i``'s own geometry (0-2): every field of :data:`PER_ARM_FIELDS` (m, rad),
+        from ``per_arm`` where the file has it, else the shared fields (joint offset 0)."""
+        if self.per_arm is not None:
+            return dict(self.per_arm[i])
+        return {"joint_offset": 0.0, "base_radius": self.base_radius, "upper_arm_length": self.upper_arm_length,
+                "forearm_length": self.forearm_length, "platform_radius": self.platform_radius}
 
     def to_dict(self) -> dict:
         """The ``geometry`` section of the robot file."""
         d = dataclasses.asdict(self)
         d["chain_angles_deg"] = list(self.chain_angles_deg)
+        if self.per_arm is None:
+            d.pop("per_arm")
+        else:
+            d["per_arm"] = [dict(a) for a in self.per_arm]
         return d
+
+
+#: The fields of one entry of ``geometry.per_arm`` (rotary): the arm's joint (encoder) offset
+#: (rad: the arm angle is the joint position plus it) and its own lengths (m). The arm's
+#: angle about z is its entry of ``chain_angles_deg``.
+PER_ARM_FIELDS = ("joint_offset", "base_radius", "upper_arm_length", "forearm_length", "platform_radius")
 
 
 @dataclass(frozen=True)
@@ -173,7 +192,8 @@ class Limits:
 SCHEMA = {
     "name": None, "type": None, "joint_names": None, "gravity": None, "metadata": ...,
     "geometry": {k: None for k in ("base_radius", "platform_radius", "upper_arm_length",
-                                   "forearm_length", "forearm_spacing", "chain_angles_deg")},
+                                   "forearm_length", "forearm_spacing", "chain_angles_deg")}
+                 | {"per_arm": ...},      # per_arm: checked by read_per_arm (its own bounds)
     "mass_properties": {
         "upper_arm": {"mass": None, "com_distance": None, "inertia": None},
         "motor": {"rotor_inertia": None, "gear_ratio": None, "torque_constant": None},
@@ -255,6 +275,12 @@ def parse(r: Reader) -> RobotParameters:
         chain_angles_deg=r.triple("geometry.chain_angles_deg", default=[0.0, 120.0, 240.0]),
     )
     check_spread(r, "geometry.chain_angles_deg", geo.chain_angles_deg, "chains")
+    geo = dataclasses.replace(geo, per_arm=read_per_arm(r, {
+        "joint_offset": (BOUNDS["limits.position"], ""),
+        "base_radius": (BOUNDS["geometry.base_radius"], "gt0"),
+        "upper_arm_length": (BOUNDS["geometry.upper_arm_length"], "gt0"),
+        "forearm_length": (BOUNDS["geometry.forearm_length"], "gt0"),
+        "platform_radius": (BOUNDS["geometry.platform_radius"], "ge0")}, dataclasses.asdict(geo)))
 
     arm = UpperArm(
         mass=r.number("mass_properties.upper_arm.mass", ge=0),

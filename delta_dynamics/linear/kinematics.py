@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from delta_dynamics.common import workspace
+from delta_dynamics.common import chains, workspace
 from delta_dynamics.common.backend import ScalarMath, join3, split3
 from delta_dynamics.common.errors import (SingularityError, UnreachableError, check_limits, format_point,
                                           point_at)
@@ -103,6 +103,11 @@ def inverse_kinematics(m, X, check_limits: bool = False):
     >>> inverse_kinematics(m, [0.0, 0.0, 0.05]).round(4).tolist()
     [0.2372, 0.2372, 0.2372]
     """
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        q = chains.inverse_kinematics(m, X)
+        if check_limits:
+            check_joint_limits(m, q, X)
+        return q
     x, y, z, xp, single = split3(X, "platform position")
     qs = [c[0] for c in _chains_ik(m, x, y, z, xp)]
     if check_limits:
@@ -122,6 +127,10 @@ def check_joint_limits(m, qs, X=None):
 def passive_origins(m, q):
     """Where each chain's passive link pair (the rods) starts: the carriage joints A_i (m) for
     carriage positions q, shape (3, 3) or (N, 3, 3) [sample, chain, xyz]."""
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        q2 = np.asarray(q, dtype=float)
+        out = m.chains.carriages(m.arms, q2.reshape(-1, 3))
+        return out.reshape(q2.shape[:-1] + (3, 3))
     q = np.asarray(q, dtype=float)
     c, s = np.asarray(m.cphi), np.asarray(m.sphi)
     return np.stack(np.broadcast_arrays(m.R * c, m.R * s, q), axis=-1)
@@ -156,6 +165,8 @@ def forward_kinematics(m, q):
     or meet only above a carriage (the rods would point up), and
     :class:`~delta_dynamics.common.errors.SingularityError` if the centres are collinear.
     """
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        return chains.forward_kinematics(m, q)
     arr = np.asarray(q, dtype=float)
     single = arr.shape == (3,)
     if not single and (arr.ndim != 2 or arr.shape[1] != 3):
@@ -244,6 +255,8 @@ def jacobian(m, X):
     >>> jacobian(m, [0.0, 0.0, 0.1])[:, 2].tolist()          # z moves every carriage alike
     [1.0, 1.0, 1.0]
     """
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        return chains.jacobian(m, X)
     x, y, z, xp, single = split3(X, "platform position")
     rows = [join3(dx / dz, dy / dz, dz / dz, single) for _, dx, dy, dz in _chains_ik(m, x, y, z, xp)]
     return np.stack(rows, axis=-2)
@@ -308,6 +321,10 @@ def singularity_measure(m, X):
 
 def _reachable(m, qs):
     """Platform positions of the carriage positions ``qs`` (N, 3) whose forward kinematics works."""
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        Xs, code = chains.forward(m.chains, m.arms, qs)
+        below = Xs[:, 2] < (np.asarray(qs) + m.arms[:3]).min(axis=1)
+        return Xs[(code == 0) & below]
     Xs, code = _fk_batch(m, qs)
     return Xs[code == 0]
 

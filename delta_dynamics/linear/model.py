@@ -41,6 +41,7 @@ from delta_core.robot_file import Bound, RobotParameters
 from delta_core.robot_file.linear import BOUNDS as ROBOT_FILE_BOUNDS
 from delta_dynamics.common.model import KindModel, LumpedParameters
 from delta_dynamics.kinds import ops
+from delta_dynamics.linear.chains import CHAINS
 
 #: Order of the lumped parameters in :meth:`LinearParameters.as_vector` and in the regressor
 #: (the same positions as the rotary set: friction at 8-10 and 11-13).
@@ -153,7 +154,7 @@ class LinearModel(KindModel):
     ops = ops("linear")       # the algorithm table (delta_dynamics.kinds, delta_dynamics.algorithms)
 
     __slots__ = ("rods", "R", "r", "l", "l2", "cx", "cy", "cphi", "sphi", "tool_offset", "m_x", "m_r",
-                 "carriage_inertia", "carriage_mass")
+                 "carriage_inertia", "carriage_mass", "chains", "arms")
 
     def __init__(self, robot: RobotParameters, params: LinearParameters | None = None, rods: str = "full"):
         self.require_kind(robot)
@@ -176,6 +177,12 @@ class LinearModel(KindModel):
         s(self, "m_r", float(p.m_r))
         s(self, "carriage_inertia", tuple(float(v) for v in p.carriage_inertia))
         s(self, "carriage_mass", tuple(float(v) for v in p.carriage_mass))
+        # per-rail geometry (geometry.per_arm): the kinematics use the per-chain model
+        s(self, "chains", CHAINS)
+        arms = None if geo.per_arm is None else CHAINS.parameters(robot)
+        if arms is not None:
+            arms.setflags(write=False)
+        s(self, "arms", arms)
 
     def lumped_rods(self) -> "LinearModel":
         """The paper's model: the same parameters with m_r = 0 (half of each rod at each end)."""

@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from delta_dynamics.common import workspace
+from delta_dynamics.common import chains, workspace
 from delta_dynamics.common.backend import ScalarMath, join3, split3
 from delta_dynamics.common.errors import (SingularityError, UnreachableError, check_limits, format_point,
                                           point_at)
@@ -90,6 +90,11 @@ def inverse_kinematics(m, X, check_limits: bool = False):
     naming the point (and sample index) when a forearm cannot reach, or, with
     ``check_limits``, when an angle leaves the robot file's position limits.
     """
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        q = chains.inverse_kinematics(m, X)
+        if check_limits:
+            check_joint_limits(m, q, X)
+        return q
     x, y, z, xp, single = split3(X, "platform position")
     qs = [chain_geometry(m, i, x, y, z, xp)[0] for i in range(3)]
     if check_limits:
@@ -109,6 +114,10 @@ def check_joint_limits(m, qs, X=None):
 def passive_origins(m, q):
     """Where each chain's passive link pair (the forearm) starts: the elbow points C_i (m) for
     joint angles q, shape (3, 3) or (N, 3, 3) [sample, chain, xyz]."""
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        q2 = np.asarray(q, dtype=float)
+        out = m.chains.elbows(m.arms, q2.reshape(-1, 3))
+        return out.reshape(q2.shape[:-1] + (3, 3))
     q = np.asarray(q, dtype=float)
     cq, sq = np.cos(q), np.sin(q)
     rad = m.R + m.l * cq
@@ -124,6 +133,8 @@ def forward_kinematics(m, q):
     the lower z is taken. Raises :class:`SingularityError` if the centres are (nearly)
     collinear and :class:`UnreachableError` if the spheres do not meet.
     """
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        return chains.forward_kinematics(m, q)
     arr = np.asarray(q, dtype=float)
     single = arr.shape == (3,)
     if not single and (arr.ndim != 2 or arr.shape[1] != 3):
@@ -193,6 +204,8 @@ def _fk_one(m, q1, q2, q3):
 
 def jacobian(m, X):
     """J(X) with q_dot = J X_dot (Asadi eq. 9): shape (3, 3) or (N, 3, 3)."""
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        return chains.jacobian(m, X)
     x, y, z, xp, single = split3(X, "platform position")
     rows = []
     for i in range(3):

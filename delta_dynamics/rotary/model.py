@@ -29,6 +29,7 @@ from delta_core.robot_file import Bound, RobotParameters
 from delta_core.robot_file.rotary import BOUNDS as ROBOT_FILE_BOUNDS
 from delta_dynamics.common.model import KindModel, LumpedParameters
 from delta_dynamics.kinds import ops
+from delta_dynamics.rotary.chains import CHAINS
 
 #: Order of the lumped parameters in :meth:`RotaryParameters.as_vector` and in the regressor.
 PARAMETER_NAMES = (
@@ -142,7 +143,7 @@ class RotaryModel(KindModel):
     ops = ops("rotary")
 
     __slots__ = ("R", "r", "l", "lk", "l2", "lk2", "dr", "cphi", "sphi", "r_k", "m_x", "m_k",
-                 "inertia", "moment")
+                 "inertia", "moment", "chains", "arms")
 
     def __init__(self, robot: RobotParameters, params: RotaryParameters | None = None):
         self.require_kind(robot)
@@ -165,6 +166,12 @@ class RotaryModel(KindModel):
         s(self, "m_k", p.m_k)
         s(self, "inertia", tuple(float(v) for v in p.arm_inertia))
         s(self, "moment", tuple(float(v) for v in p.arm_moment))
+        # per-arm geometry (geometry.per_arm): the kinematics use the per-chain model
+        s(self, "chains", CHAINS)
+        arms = None if geo.per_arm is None else CHAINS.parameters(robot)
+        if arms is not None:
+            arms.setflags(write=False)
+        s(self, "arms", arms)
 
     def __repr__(self) -> str:
         return f"RotaryModel({self.robot.name!r}, m_x={self.m_x:.4g}, m_k={self.m_k:.4g})"
