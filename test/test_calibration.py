@@ -189,9 +189,9 @@ def test_cli_refuses_bad_input(tmp_path, capsys, case):
     before = sorted(os.listdir(tmp_path))
     assert run_cli("--robot", "nt_robot", "--measurements", meas, "--out", out, *extra) == 2
     err = one_line_error(capsys)
-    assert {"fifo": "FIFO", "directory": "a directory", "loop": "symlink loop", "missing": "no such file",
+    assert {"fifo": "FIFO", "directory": "a directory", "loop": "symlink loop", "missing": "measurement file not found",
             "bad row": "abc", "unknown parameter": "elbow_length_*", "out is a directory": "a directory",
-            "report is a file": "not a report folder"}[case] in err
+            "report is a file": "not a folder for the report"}[case] in err
     assert sorted(os.listdir(tmp_path)) == before            # nothing written
 
 

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from delta_core.atomic_file import atomic_write_text
-from delta_core.file_checks import FileCheckError, check_input_file, check_output_dir, check_output_file
+from delta_core.paths import PathError, check_output_dir, check_output_file, check_readable_file
 from delta_core.robot_file import RobotFileError, load_robot, parse_robot, save_robot
 from delta_core.termination import run_terminable
 from delta_core.text_input import TextInputError, read_text
@@ -52,7 +52,7 @@ class _Exit(Exception):
 def _load(robot: str):
     """A robot file by preset name or path (a path is checked first: FIFO, directory, loop)."""
     if os.sep in robot or robot.endswith((".yaml", ".yml")) or os.path.exists(robot):
-        check_input_file(robot, "a robot file")
+        check_readable_file(robot, "a robot file")
     return load_robot(robot)
 
 
@@ -117,7 +117,7 @@ def write_report(directory: str, m, result, meas) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    check_output_dir(directory, "a report folder")
+    check_output_dir(directory, "the report")
     os.makedirs(directory, exist_ok=True)
     atomic_write_text(os.path.join(directory, "summary.txt"), summary(m, result) + "\n")
     n = len(result.residual_before)
@@ -158,7 +158,7 @@ def run_calibrate(argv) -> int:
     args = _parse(ap, argv)
     check_output_file(args.out, "a robot file")
     if args.report:
-        check_output_dir(args.report, "a report folder")
+        check_output_dir(args.report, "the report")
     m = model_for(_load(args.robot))
     meas = read_measurements(args.measurements)
     free = select_parameters(m.chains.names, args.parameters)
@@ -206,7 +206,7 @@ def run_from_klipper(argv) -> int:
     ap.add_argument("--name", default=None, help="the robot's name (default klipper_delta / klipper_rotary_delta)")
     args = _parse(ap, argv)
     check_output_file(args.out, "a robot file")
-    check_input_file(args.config, "a Klipper config")
+    check_readable_file(args.config, "a Klipper config")
     text = read_text(args.config, MAX_CONFIG_BYTES, "a Klipper config")
     k = parse_klipper(text, args.config)
     kind = "rotary" if isinstance(k, KlipperRotaryDelta) else "linear"
@@ -269,7 +269,7 @@ def _main(argv) -> int:
         if str(e):
             print(f"{PROG}: error: {e}", file=sys.stderr)
         return e.code
-    except (CalibrationError, KlipperError, RobotFileError, CsvError, FileCheckError, TextInputError,
+    except (CalibrationError, KlipperError, RobotFileError, CsvError, PathError, TextInputError,
             ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

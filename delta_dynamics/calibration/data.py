@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_core.file_checks import FileCheckError, check_input_file, check_output_file
+from delta_core.paths import PathError, check_output_file, check_readable_file
 from delta_dynamics.trajectory_io import CsvError, read_csv, write_csv
 
 #: The measurement kinds and their columns.
@@ -86,8 +86,8 @@ def read_measurements(path, kind: str | None = None) -> Measurements:
     """Read a ``positions`` or ``heights`` file (``kind=None``: ``positions`` if the header
     names ``x`` and ``y``, else ``heights``)."""
     try:
-        check_input_file(path, "a measurement file")
-    except FileCheckError as e:
+        check_readable_file(path, "a measurement file")
+    except PathError as e:
         raise CsvError(str(e), os.fspath(path)) from None
     if kind is not None and kind not in KINDS:
         raise ValueError(f"measurement kind must be one of {', '.join(KINDS)}, got {kind!r}")
