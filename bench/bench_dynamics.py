@@ -19,11 +19,8 @@ Prints a Markdown table with the machine. ``python bench/bench_dynamics.py [--ro
 """
 from __future__ import annotations
 
-from _machine import cpu_model  # bench/_machine.py
+from _machine import mark, print_header, print_table  # bench/_machine.py
 import argparse
-import datetime
-import os
-import platform
 import statistics
 import sys
 import time
@@ -38,7 +35,7 @@ import importlib  # noqa: E402
 from delta_dynamics import algorithms  # noqa: E402
 from delta_dynamics.algorithms import inverse_dynamics, sample_workspace, step  # noqa: E402
 from delta_dynamics.kinds import model_for  # noqa: E402
-from delta_dynamics.trajectories import pick_place  # noqa: E402
+from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
 
 TARGET_SINGLE_US = 20.0
 TARGET_BATCH = 2_000_000
@@ -46,12 +43,13 @@ TARGET_REALTIME = 50.0
 TARGET_DISPATCH_US = 1.0
 
 
-def states(m, n, seed=0):
-    """n reachable platform states (X, X_dot, X_ddot) with moderate speeds and accelerations."""
+def states(m, n, seed=0, speed=0.5, accel=5.0):
+    """n reachable platform states (X, X_dot, X_ddot) with moderate speeds and accelerations
+    (normal, standard deviations ``speed`` m/s and ``accel`` m/s^2)."""
     rng = np.random.default_rng(seed)
     X = sample_workspace(m, min(n, 5000), seed=seed, min_measure=0.1)
     X = X[rng.integers(0, len(X), n)]
-    return X, rng.normal(0.0, 0.5, (n, 3)), rng.normal(0.0, 5.0, (n, 3))
+    return X, rng.normal(0.0, speed, (n, 3)), rng.normal(0.0, accel, (n, 3))
 
 
 def bench_single(m, calls=20_000, rounds=3):
@@ -73,7 +71,9 @@ def bench_single(m, calls=20_000, rounds=3):
     return results[len(results) // 2]                             # the round with the median median
 
 
-def bench_batch(m, n=100_000, rounds=5):
+def bench_batch(m, n=100_000, rounds=5, states=states):
+    """Samples per second of inverse dynamics on ``n`` samples of ``states(m, n, seed)`` in one
+    call (the median of ``rounds``)."""
     X, V, A = states(m, n, seed=1)
     inverse_dynamics(m, X[:10_000], V[:10_000], A[:10_000])       # warm up
     times = []
@@ -128,27 +128,44 @@ def bench_simulation(m, method, seconds=2.0, rounds=5, dt=1e-3):
     """Simulated seconds per wall second at 1 kHz: the robot driven open loop by the
     inverse-dynamics torques of two pick-and-place cycles (restarted at the pick point every
     2.6 s, so it stays on the path however long it runs). ``step`` takes sequences of floats."""
-    traj = _path(m, dt)
+    return simulation_speed(m, _path(m, dt), method, seconds, rounds, dt)
+
+
+def simulation_speed(m, traj, method, seconds, rounds, dt):
+    """Simulated seconds per wall second of the fixed ``step`` at ``dt``, the robot driven open
+    loop by the inverse-dynamics efforts of ``traj`` (restarted at its first sample whenever
+    it ends), the median of ``rounds`` runs of ``seconds``."""
     tau_ff = inverse_dynamics(m, traj.X, traj.Xd, traj.Xdd).tolist()
-    start = tuple(traj.X[0].tolist())                 # Python floats, not numpy scalars
-    rest = (0.0, 0.0, 0.0)
+    start, v0 = tuple(traj.X[0].tolist()), tuple(traj.Xd[0].tolist())    # Python floats, not numpy scalars
     n = len(traj)
     steps = int(round(seconds / dt))
     speeds = []
     for _ in range(rounds):
-        X, V = start, rest
+        X, V = start, v0
         t0 = time.perf_counter()
         for k in range(steps):
             j = k % n
             if j == 0:
-                X, V = start, rest
+                X, V = start, v0
             X, V = step(m, X, V, tau_ff[j], dt, method)
         speeds.append(steps * dt / (time.perf_counter() - t0))
     return statistics.median(speeds)
 
 
-def mark(ok: bool) -> str:
-    return "✓" if ok else "✗"
+def model_rows(med, p99, batch, semi, rk4, kinematics=()) -> list:
+    """The table rows every model benchmark has: single-sample inverse dynamics (median, p99,
+    us), batch rate (samples/s), ``kinematics`` rows, then the simulation speeds (x real time)."""
+    return [
+        ("inverse dynamics, 1 sample (median)", f"{med:.1f} µs", f"≤ {TARGET_SINGLE_US:g} µs",
+         mark(med <= TARGET_SINGLE_US)),
+        ("inverse dynamics, 1 sample (p99)", f"{p99:.1f} µs", "", ""),
+        ("inverse dynamics, batch N = 100 000", f"{batch / 1e6:.2f} M samples/s",
+         f"≥ {TARGET_BATCH / 1e6:g} M/s", mark(batch >= TARGET_BATCH)),
+        *kinematics,
+        ("forward simulation, semi-implicit, 1 kHz", f"{semi:.0f}× real time",
+         f"≥ {TARGET_REALTIME:g}×", mark(semi >= TARGET_REALTIME)),
+        ("forward simulation, rk4, 1 kHz (reference)", f"{rk4:.0f}× real time", "", ""),
+    ]
 
 
 def main(argv=None) -> int:
@@ -158,10 +175,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     m = model_for(args.robot)
 
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    print(f"# delta_dynamics benchmark ({args.robot}), {datetime.date.today().isoformat()}")
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {load[0]:.2f} at start")
-    print(f"python {platform.python_version()}, numpy {np.__version__}\n", flush=True)
+    print_header(f"delta_dynamics benchmark ({args.robot})")
 
     med, p99 = bench_single(m, args.calls)
     batch = bench_batch(m)
@@ -170,26 +184,13 @@ def main(argv=None) -> int:
     direct, interface = bench_dispatch(m)
     cost = interface - direct
 
-    rows = [
-        ("inverse dynamics, 1 sample (median)", f"{med:.1f} µs", f"≤ {TARGET_SINGLE_US:g} µs",
-         mark(med <= TARGET_SINGLE_US)),
-        ("inverse dynamics, 1 sample (p99)", f"{p99:.1f} µs", "", ""),
-        ("inverse dynamics, batch N = 100 000", f"{batch / 1e6:.2f} M samples/s",
-         f"≥ {TARGET_BATCH / 1e6:g} M/s", mark(batch >= TARGET_BATCH)),
-        ("forward simulation, semi-implicit, 1 kHz", f"{semi:.0f}× real time",
-         f"≥ {TARGET_REALTIME:g}×", mark(semi >= TARGET_REALTIME)),
-        ("forward simulation, rk4, 1 kHz (reference)", f"{rk4:.0f}× real time", "", ""),
+    rows = model_rows(med, p99, batch, semi, rk4) + [
         ("loop feedforward, 1 sample, kind's module (direct)", f"{direct:.2f} µs", "", ""),
         ("loop feedforward, 1 sample, delta_dynamics.algorithms", f"{interface:.2f} µs", "", ""),
         ("  cost of the robot interface (difference)", f"{cost:+.2f} µs",
          f"≤ {TARGET_DISPATCH_US:g} µs", mark(cost <= TARGET_DISPATCH_US)),
     ]
-    w = [max(len(r[i]) for r in rows + [("what", "measured", "target", "")]) for i in range(4)]
-    head = ("what", "measured", "target", "")
-    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(head)) + " |")
-    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
-    for r in rows:
-        print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+    print_table(("what", "measured", "target", ""), rows)
     return 0
 
 

@@ -34,14 +34,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from delta_dynamics.joint_space import kim_parameters  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
+from delta_dynamics.reference.kim import kim_parameters  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 from delta_dynamics.identification import data as D  # noqa: E402
 from delta_dynamics.identification import pipeline as P  # noqa: E402
 from delta_dynamics.identification import synthetic  # noqa: E402
 from delta_dynamics.identification.estimators import LS_METHODS, RecursiveLeastSquares  # noqa: E402
 from delta_dynamics.identification.excitation import FourierTrajectory  # noqa: E402
-from delta_dynamics.identification.regressors import parameter_set  # noqa: E402
+from delta_dynamics.rotary.identification import parameter_set  # noqa: E402
 
 TARGET_LS_S = 0.5
 TARGET_PSO_S = 60.0
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="rounds per LS timing (median)")
     args = ap.parse_args(argv)
 
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     truth = synthetic.perturbed_model(model, spread=0.2, seed=1)
     fit, _ = synthetic.open_loop_data(truth, fourier(EXCITE), duration=args.seconds, noise=0.01, seed=1)
     fit = D.JointData(fit.t[:-1], fit.q[:-1], fit.tau[:-1], source="synthetic")       # exactly N samples
@@ -150,7 +150,7 @@ def main(argv=None) -> int:
     checks.append(us <= TARGET_RLS_US)
 
     # the online node also needs the regressor of one sample
-    from delta_dynamics.dynamics import regressor_joint
+    from delta_dynamics.rotary.dynamics import regressor_joint
     q1, qd1, qdd1 = prob.q[100], prob.qd[100], prob.qdd[100]
     t0 = time.perf_counter()
     for _ in range(2000):

@@ -36,7 +36,7 @@ from delta_core.robot_file import load_robot  # noqa: E402
 from delta_dynamics.identification import synthetic  # noqa: E402
 from delta_dynamics.identification.bag import joint_state_cdr  # noqa: E402
 from delta_dynamics.identification.excitation import FourierTrajectory  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 
 from bench_identification import EXCITE  # noqa: E402
 
@@ -46,7 +46,7 @@ CHUNK = 50_000
 
 def motion(minutes: float, rate: float = 1000.0):
     """(t, q, tau) chunks of ``minutes`` of the excitation at ``rate`` Hz (see the module docstring)."""
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     truth = synthetic.perturbed_model(model, spread=0.2, seed=1)
     period, q0, a, b = EXCITE
     tr = FourierTrajectory(period, np.array(q0), np.array(a), np.array(b))

@@ -27,10 +27,11 @@ import numpy as np  # noqa: E402
 
 from delta_core.robot_file import load_robot  # noqa: E402
 from delta_dynamics import compare as cmp  # noqa: E402
-from delta_dynamics import dynamics, staicu  # noqa: E402
-from delta_dynamics.kinematics import inverse_kinematics, sample_workspace  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
-from delta_dynamics.trajectories import Trajectory, circle, ellipse, pick_place  # noqa: E402
+from delta_dynamics.reference import staicu  # noqa: E402
+from delta_dynamics.rotary import dynamics  # noqa: E402
+from delta_dynamics.rotary.kinematics import inverse_kinematics, sample_workspace  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
+from delta_dynamics.motion.trajectories import Trajectory, circle, ellipse, pick_place  # noqa: E402
 
 ROBOTS = ("nt_robot", "d3s800", "staicu2003")
 
@@ -49,7 +50,7 @@ def trajectories(robot: str, dt: float):
 
 def available_models():
     out = []
-    for name in cmp.MODELS:
+    for name in cmp.MODELS.names():
         try:
             cmp.model_function(name)
             out.append(name)
@@ -62,7 +63,7 @@ def differences(models, dt):
     rows = ["| robot | trajectory | peak torque [N m] | " + " | ".join(f"{m} RMS / max [%]" for m in models[1:]) + " |",
             "|---|---|---|" + "---|" * (len(models) - 1)]
     for robot in ROBOTS:
-        m = DeltaModel.from_robot(robot)
+        m = RotaryModel.from_robot(robot)
         for label, tr in trajectories(robot, dt).items():
             inverse_kinematics(m, tr.X, check_limits=True)
             res = cmp.compare(robot, tr, models)
@@ -74,7 +75,7 @@ def differences(models, dt):
 def native(name, robot):
     """(batch function, single function) on (X, Xd, Xdd) for the models with a model object."""
     if name == "explicit":
-        m = DeltaModel.from_robot(robot).without_friction()
+        m = RotaryModel.from_robot(robot).without_friction()
         f = lambda X, V, A: dynamics.inverse_dynamics(m, X, V, A)           # noqa: E731
         return f, f
     if name == "staicu":
@@ -87,7 +88,7 @@ def native(name, robot):
 
 
 def runtime(models, robot, n, single_calls, rounds=3):
-    m = DeltaModel.from_robot(robot)
+    m = RotaryModel.from_robot(robot)
     rng = np.random.default_rng(0)
     X = sample_workspace(m, n, seed=1, min_measure=0.1)
     V, A = rng.normal(0.0, 0.5, (n, 3)), rng.normal(0.0, 5.0, (n, 3))

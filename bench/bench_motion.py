@@ -8,7 +8,7 @@ its workspace centre, a stroke its Kossel Mini frame holds), corners blended ove
 
 * **time-optimal**: ``plan_legs`` (TOPP-RA on the model's limits, friction in), cycle time;
 * **today's planner at the same limits**: the trajectory generator's septic-profile cycle
-  (``delta-dynamics trajectory pick-place``, :func:`delta_dynamics.trajectories.pick_place`)
+  (``delta-dynamics trajectory pick-place``, :func:`delta_dynamics.motion.trajectories.pick_place`)
   with its lift time, move time and overlap chosen as short as the same joint velocity,
   acceleration and effort limits allow (friction in; a grid search with bisection on the move
   time, checked on 0.5 ms samples); the demo's own timing (lift 0.12 s, move 0.3 s, overlap
@@ -50,7 +50,7 @@ from delta_dynamics.algorithms import (UnreachableError, inverse_dynamics, inver
 from delta_dynamics.kinds import model_for  # noqa: E402
 from delta_dynamics.motion import door_path, plan_legs, retime  # noqa: E402
 from delta_dynamics.motion.pick import plan_pick  # noqa: E402
-from delta_dynamics.trajectories import pick_place  # noqa: E402
+from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
 
 ROBOTS = ("nt_robot", "d3s800", "colombo2020")
 HEIGHT, BLEND, DWELL = 0.025, 0.01, 0.05

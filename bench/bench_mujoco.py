@@ -1,4 +1,4 @@
-"""Speed of the MuJoCo model of the closed chain (delta_dynamics.mujoco_model), beside the
+"""Speed of the MuJoCo model of the closed chain (delta_dynamics.reference.mujoco_model), beside the
 explicit model:
 
 * plants at 1 kHz through the Plant interface the simulated drives use (``step(tau, 1 ms)``
@@ -9,7 +9,7 @@ explicit model:
 * MuJoCo alone on the same model: ``mj_step`` with the chain closed, no friction, no Python
   around it (``nstep`` steps per call), as simulated seconds per wall second at 1 kHz;
 * inverse dynamics per sample: the closed chain's actuator torques from MuJoCo
-  (:mod:`delta_dynamics.mujoco_model.inverse`: kinematics, mj_fwdPosition, mj_fwdVelocity,
+  (:mod:`delta_dynamics.reference.mujoco_model.inverse`: kinematics, mj_fwdPosition, mj_fwdVelocity,
   mj_jacDot, mj_rne and the projection, one Python call per sample) and, for scale, one bare
   ``mj_inverse`` call on the same model (the generalized forces of every joint, constraint
   forces from MuJoCo's soft model: not the actuator torques).
@@ -22,7 +22,7 @@ note when mujoco is not installed.
 """
 from __future__ import annotations
 
-from _machine import describe  # bench/_machine.py
+from _machine import describe, print_table  # bench/_machine.py
 import argparse
 import datetime
 import statistics
@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from delta_dynamics.dynamics import inverse_dynamics  # noqa: E402
-from delta_dynamics.kinematics import inverse_kinematics, sample_workspace  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
+from delta_dynamics.rotary.dynamics import inverse_dynamics  # noqa: E402
+from delta_dynamics.rotary.kinematics import inverse_kinematics, sample_workspace  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 from delta_dynamics.plant import ExplicitPlant  # noqa: E402
-from delta_dynamics.trajectories import pick_place  # noqa: E402
+from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
 
 DT = 1e-3
 
@@ -117,13 +117,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         import mujoco
-        from delta_dynamics.mujoco_model.inverse import MujocoInverseDynamics
-        from delta_dynamics.mujoco_model.mjcf import SolverSettings
-        from delta_dynamics.mujoco_model.plant import MujocoPlant
+        from delta_dynamics.reference.mujoco_model.inverse import MujocoInverseDynamics
+        from delta_dynamics.reference.mujoco_model.mjcf import SolverSettings
+        from delta_dynamics.reference.mujoco_model.plant import MujocoPlant
     except ImportError as e:
         print(f"bench_mujoco: skipped: {e}")
         return 0
-    model = DeltaModel.from_robot(args.robot)
+    model = RotaryModel.from_robot(args.robot)
     print(f"# MuJoCo model benchmark ({args.robot}), {datetime.date.today().isoformat()}")
     print(f"machine: {describe()}; numpy {np.__version__}, mujoco {mujoco.__version__}\n", flush=True)
 
@@ -160,11 +160,7 @@ def main(argv=None) -> int:
                  "for scale"))
 
     head = ("what", "measured (wall clock)", "per CPU second / CPU time", "")
-    w = [max(len(r[i]) for r in rows + [head]) for i in range(4)]
-    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(head)) + " |")
-    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
-    for r in rows:
-        print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+    print_table(head, rows)
     return 0
 
 

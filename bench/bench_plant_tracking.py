@@ -25,14 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from delta_core.robot_file import load_robot  # noqa: E402
-from delta_dynamics.dynamics import joint_state  # noqa: E402
+from delta_dynamics.rotary.dynamics import joint_state  # noqa: E402
 from delta_dynamics.identification.data import JointData, Preprocessing  # noqa: E402
 from delta_dynamics.identification.excitation import load_excitation, preset_excitation  # noqa: E402
 from delta_dynamics.identification.pipeline import Options, identify_data  # noqa: E402
-from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
+from delta_dynamics.rotary.kinematics import forward_kinematics, inverse_kinematics  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 from delta_dynamics.plant import ExplicitPlant  # noqa: E402
-from delta_dynamics.trajectories import pick_place  # noqa: E402
+from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
 from delta_hardware.control_loop import ControlLoop, LoopConfig  # noqa: E402
 from delta_hardware.drives.simulated import SimulatedDriveSet  # noqa: E402
 from delta_hardware.trajectory_plan import build_plan  # noqa: E402
@@ -49,16 +49,16 @@ def true_robot(nominal):
 
 def make_plant(name, robot):
     if name == "explicit":
-        return ExplicitPlant(DeltaModel(robot))
+        return ExplicitPlant(RotaryModel(robot))
     if name == "mujoco":
-        from delta_dynamics.mujoco_model.plant import MujocoPlant
+        from delta_dynamics.reference.mujoco_model.plant import MujocoPlant
         return MujocoPlant(robot)
     raise SystemExit(f"bench_plant_tracking: error: unknown plant {name!r} (explicit, mujoco)")
 
 
 class Session:
     def __init__(self, nominal, plant):
-        self.model = DeltaModel(nominal)
+        self.model = RotaryModel(nominal)
         self.drives = SimulatedDriveSet(nominal, plant=plant, torque_noise=0.02, seed=1)
         self.loop = ControlLoop(self.model, self.drives, LoopConfig(rate=1 / DT, feedforward="none"))
         self.loop.activate()
@@ -130,7 +130,7 @@ def main(argv=None) -> int:
             plants.remove("mujoco")
     print(f"# tracking on each plant ({args.robot}), {datetime.date.today().isoformat()}")
     print(f"machine: {describe()}\n", flush=True)
-    model = DeltaModel(nominal)
+    model = RotaryModel(nominal)
     excitation = load_excitation(preset_excitation("nt_robot"), model, scale=0.6)   # the demo's stored one
     traj = pick_place(start=(-0.1525, 0.0, -0.78), lift_time=0.12, move_time=0.3, overlap=0.6,
                       dwell=0.05, cycles=2, dt=1e-3)

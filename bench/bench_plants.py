@@ -10,7 +10,7 @@
   joint reactions) and forward accelerations (eq. 6).
 
 Plants: ``explicit`` (:class:`~delta_dynamics.plant.ExplicitPlant`), ``multibody``
-(:class:`~delta_dynamics.multibody.plant.MultibodyPlant`), ``mujoco`` when its plant module
+(:class:`~delta_dynamics.reference.multibody.plant.MultibodyPlant`), ``mujoco`` when its plant module
 is importable (:data:`MUJOCO_PLANTS` lists where it is looked for). Prints a Markdown table.
 ``python bench/bench_plants.py [--robot NAME] [--seconds S]``.
 """
@@ -25,20 +25,20 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _machine import describe  # noqa: E402  (bench/_machine.py)
+from _machine import describe, print_table  # noqa: E402  (bench/_machine.py)
 
 import numpy as np  # noqa: E402
 
-from delta_dynamics.dynamics import inverse_dynamics, joint_state  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
+from delta_dynamics.rotary.dynamics import inverse_dynamics, joint_state  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 from delta_dynamics.plant import ExplicitPlant  # noqa: E402
-from delta_dynamics.trajectories import pick_place  # noqa: E402
+from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
 
 DT = 1e-3
 TARGET_MULTIBODY = 3.0
 KP, KD = 2500.0, 60.0
 #: (module, class) candidates of the MuJoCo plant (written by the MuJoCo work), tried in order.
-MUJOCO_PLANTS = (("delta_dynamics.mujoco_model.plant", "MujocoPlant"), ("delta_dynamics.mujoco.plant", "MujocoPlant"),
+MUJOCO_PLANTS = (("delta_dynamics.reference.mujoco_model.plant", "MujocoPlant"), ("delta_dynamics.mujoco.plant", "MujocoPlant"),
                  ("delta_hardware.mujoco.plant", "MujocoPlant"))
 
 
@@ -100,12 +100,12 @@ def main(argv=None) -> int:
     ap.add_argument("--robot", default="nt_robot", help="robot preset or file (default: nt_robot)")
     ap.add_argument("--seconds", type=float, default=3.0, help="simulated seconds per plant and round")
     args = ap.parse_args(argv)
-    from delta_dynamics.multibody.dynamics import Evaluation, Friction, accelerations, place_platform
-    from delta_dynamics.multibody.plant import MultibodyPlant
-    from delta_dynamics.multibody.reactions import inverse_dynamics as mb_inverse
-    from delta_dynamics.multibody.system import MultibodySystem
+    from delta_dynamics.reference.multibody.dynamics import Evaluation, Friction, accelerations, place_platform
+    from delta_dynamics.reference.multibody.plant import MultibodyPlant
+    from delta_dynamics.reference.multibody.reactions import inverse_dynamics as mb_inverse
+    from delta_dynamics.reference.multibody.system import MultibodySystem
 
-    m = DeltaModel.from_robot(args.robot)
+    m = RotaryModel.from_robot(args.robot)
     s = MultibodySystem(m.robot)
     print(f"# plant and model benchmark ({args.robot}), {datetime.date.today().isoformat()}")
     print(f"machine: {describe()}, numpy {np.__version__}\n", flush=True)
@@ -141,11 +141,7 @@ def main(argv=None) -> int:
     rows.append(("multibody forward accelerations (eq. 6), one call", f"{t * 1e6:.0f} µs", "", ""))
 
     head = ("what", "measured (wall / CPU for plants)", "target", "")
-    w = [max(len(r[i]) for r in rows + [head]) for i in range(4)]
-    print("| " + " | ".join(h.ljust(w[i]) for i, h in enumerate(head)) + " |")
-    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
-    for r in rows:
-        print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+    print_table(head, rows)
     return 0
 
 

@@ -45,17 +45,17 @@ def client(fault: str, sim_pid: int, timeout: float = 180.0) -> dict:
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from delta_dynamics.dynamics import joint_state
-    from delta_dynamics.kinematics import inverse_kinematics
-    from delta_dynamics.model import DeltaModel
-    from delta_dynamics.trajectories import pick_place
+    from delta_dynamics.rotary.dynamics import joint_state
+    from delta_dynamics.rotary.kinematics import inverse_kinematics
+    from delta_dynamics.rotary.model import RotaryModel
+    from delta_dynamics.motion.trajectories import pick_place
     rclpy.init()
     node = rclpy.create_node("readme_example")
     events = []
     node.create_subscription(String, "/delta_hardware/events", lambda m: events.append(m.data), 100)
     pub = node.create_publisher(JointTrajectory, "/delta_hardware/joint_trajectory", 10)
     reset = node.create_client(Trigger, "/delta_hardware/reset")
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     start = np.array([-0.1525, 0.0, -0.78])
     deadline = time.monotonic() + timeout
     out = {"homed": False, "fault_event": "", "reset": "", "finished": False, "stops": []}

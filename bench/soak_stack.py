@@ -29,8 +29,8 @@ from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from delta_dynamics.kinematics import inverse_kinematics, sample_workspace  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
+from delta_dynamics.rotary.kinematics import inverse_kinematics, sample_workspace  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 
 ARMS = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
 
@@ -50,7 +50,7 @@ def main():
     ap.add_argument("--wall", action="store_true", help="the wall-clock simulation (default: simulated time)")
     args = ap.parse_args()
     print(f"machine: {describe()}")
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     goals = inverse_kinematics(model, sample_workspace(model, 400, seed=3, min_measure=0.2))
     hw = subprocess.Popen([sys.executable, "-m", "delta_hardware.ros.hardware_node", "--ros-args",
                            "-p", f"control_rate:={args.rate}", "-p", "feedforward:=model",

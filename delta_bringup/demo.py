@@ -45,7 +45,7 @@ from delta_core.ros.node_util import DEFAULT_ROBOT
 from delta_dynamics.algorithms import (forward_kinematics, inverse_kinematics, joint_state, parameter_names,
                                        workspace_centre)
 from delta_dynamics.kinds import joint_units, kind_of, model_for
-from delta_dynamics.trajectories import pick_place
+from delta_dynamics.motion.trajectories import pick_place
 from delta_hardware.ros.messages import to_duration, to_time
 
 
@@ -72,7 +72,7 @@ def _linear_truth(m, f):
 
 
 #: how the simulated robot differs from its robot file, per kind of robot
-_TRUTH = {"rotary": _rotary_truth, "prismatic": _linear_truth}
+_TRUTH = {"rotary": _rotary_truth, "linear": _linear_truth}
 
 
 def true_robot(nominal):
@@ -464,12 +464,12 @@ PARAMETER_TEXT = {
                ("arm_moment_i", "first moment of mass of arm i (kg m)"),
                ("viscous_i, coulomb_i, static_i", "friction of joint i: viscous (N m s/rad), Coulomb and "
                                                   "break-away (N m)")],
-    "prismatic": [("m_x", "mass moving with the platform: platform + payload + 3 rods (kg)"),
-                  ("m_r", "rods' rotational correction per rod pair (kg)"),
-                  ("carriage_inertia_i", "inertial mass along rail i, rotor included (kg)"),
-                  ("carriage_mass_i", "mass that weighs on rail i (kg)"),
-                  ("viscous_i, coulomb_i, static_i", "friction of carriage i: viscous (N s/m), Coulomb and "
-                                                     "break-away (N)")],
+    "linear": [("m_x", "mass moving with the platform: platform + payload + 3 rods (kg)"),
+               ("m_r", "rods' rotational correction per rod pair (kg)"),
+               ("carriage_inertia_i", "inertial mass along rail i, rotor included (kg)"),
+               ("carriage_mass_i", "mass that weighs on rail i (kg)"),
+               ("viscous_i, coulomb_i, static_i", "friction of carriage i: viscous (N s/m), Coulomb and "
+                                                  "break-away (N)")],
 }
 
 

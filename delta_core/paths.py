@@ -44,12 +44,15 @@ Example::
 """
 from __future__ import annotations
 
+import argparse
 import errno
 import fcntl
 import os
 import stat
 from pathlib import Path
 from typing import BinaryIO
+
+from delta_core import safe_yaml
 
 #: What each kind of file is called in a message (``stat.S_IFMT`` -> words).
 KINDS = {
@@ -286,7 +289,6 @@ def check_bag_files(path: str | os.PathLike) -> list:
     within the folder, as rosbag2 and rosbags do). A listed file that does not exist is left to
     the reader to report; a FIFO, a device, a socket, a directory or a symlink loop in its place
     is refused here, before anything is opened blocking."""
-    from delta_core import safe_yaml
     p = Path(os.fspath(path))
     if not p.is_dir():
         return [check_readable_file(p, "a rosbag2 bag file")]
@@ -313,7 +315,6 @@ def output_file_arg(text: str) -> str:
     """An argparse ``type`` for an output file: ``text`` if :func:`check_output_file` accepts
     it, so a directory, a FIFO, a device or a read-only file is refused before any work
     (``<prog>: error: argument --out: x: is a directory; ...``)."""
-    import argparse
     try:
         check_output_file(text, "the output")
     except PathError as e:
@@ -323,7 +324,6 @@ def output_file_arg(text: str) -> str:
 
 def output_dir_arg(text: str) -> str:
     """An argparse ``type`` for an output folder (:func:`check_output_dir`)."""
-    import argparse
     try:
         check_output_dir(text, "the output")
     except PathError as e:
@@ -334,8 +334,6 @@ def output_dir_arg(text: str) -> str:
 def input_file_arg(what: str):
     """An argparse ``type`` for an input file (``what``: e.g. ``a CSV file``): the path if
     :func:`check_readable_file` accepts it."""
-    import argparse
-
     def parse(text: str) -> str:
         try:
             check_readable_file(text, what)

@@ -21,6 +21,9 @@ read once, the first time a name is not found among the built-in ones.
 Traceback (most recent call last):
 ...
 delta_core.plugins.PluginError: unknown shape 'square' (known: circle)
+
+An object defined where it is registered (in a test, a notebook) is registered as itself:
+``shapes.register("unit", 1.0)``.
 """
 from __future__ import annotations
 
@@ -55,20 +58,28 @@ class Registry:
         self._loaded: dict[str, object] = {}
         self._scanned = False
 
-    def register(self, name: str, target: str, **info) -> None:
-        """Register ``name`` as implemented by ``target`` (``"module:attribute"``); ``info`` is
-        kept for :meth:`info`. Registering the same name twice is an error."""
-        if ":" not in target:
+    def register(self, name: str, target, replace: bool = False, **info) -> None:
+        """Register ``name`` as implemented by ``target``: a ``"module:attribute"`` path
+        (imported on first use) or the implementation itself; ``info`` is kept for :meth:`info`.
+        Registering the same name twice is an error unless ``replace``."""
+        if isinstance(target, str) and ":" not in target:
             raise ValueError(f"{self.what} {name!r}: target must be 'module:attribute', got {target!r}")
-        if name in self._entries:
+        if name in self._entries and not replace:
             raise ValueError(f"{self.what} {name!r} is registered twice")
-        self._entries[name] = Entry(name, target, dict(info))
+        self._loaded.pop(name, None)
+        if isinstance(target, str):
+            self._entries[name] = Entry(name, target, dict(info))
+        else:
+            self._entries[name] = Entry(name, f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', '?')}",
+                                        dict(info))
+            self._loaded[name] = target
 
     def _scan_entry_points(self) -> None:
         if self._scanned:
             return
         self._scanned = True
         try:
+            # importlib.metadata is slow to import: only when a name is not built in
             from importlib.metadata import entry_points
             found = entry_points(group=self.group)
         except Exception:  # a broken distribution's metadata must not break the built-in ones
@@ -98,6 +109,8 @@ class Registry:
                 obj = getattr(obj, part)
         except ImportError as e:
             raise PluginError(f"{self.what} {name!r} is not available: {e}") from None
+        except AttributeError:
+            raise PluginError(f"{self.what} {name!r} is not available: {module} has no {attr}") from None
         self._loaded[name] = obj
         return obj
 
@@ -115,6 +128,12 @@ class Registry:
         except PluginError:
             return False
         return True
+
+    def copy(self) -> "Registry":
+        """An independent registry with the same plug-ins (to add some for a while, in a test)."""
+        other = Registry(self.what, self.group)
+        other._entries, other._loaded, other._scanned = dict(self._entries), dict(self._loaded), self._scanned
+        return other
 
     def __repr__(self) -> str:
         return f"<Registry {self.what}: {', '.join(self._entries)}>"

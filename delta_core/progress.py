@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 
 
@@ -58,6 +59,7 @@ class Progress:
 
     def _bar(self):
         if self.bar is None:
+            # tqdm: loaded when a bar is drawn
             from tqdm import tqdm
             self.bar = tqdm(total=self.total, desc=self.label, unit=f" {self.unit}" if self.unit else "it",
                             file=self.stream, dynamic_ncols=True, mininterval=0.1, leave=True,
@@ -84,7 +86,6 @@ class Progress:
         the elapsed time still moves). No-op without a bar."""
         if not self.bar_on:
             return
-        import threading
         self._bar()
         self._stop = threading.Event()
 
@@ -101,6 +102,8 @@ class Progress:
         self.extra = text
 
     def close(self):
+        """Stop the ticker, close the bar and print the timing line (once; later calls do
+        nothing)."""
         if self.closed:
             return
         self.closed = True

@@ -57,6 +57,7 @@ class _Loader(yaml.SafeLoader):
         self._depth = 0
 
     def compose_node(self, parent, index):
+        """Compose a node, refusing nesting deeper than ``max_depth``."""
         self._depth += 1
         try:
             if self._depth > self.max_depth:
@@ -67,6 +68,7 @@ class _Loader(yaml.SafeLoader):
             self._depth -= 1
 
     def construct_mapping(self, node, deep=False):
+        """Construct a mapping, refusing a key that appears twice in it."""
         if isinstance(node, MappingNode):
             seen = {}
             for key, _ in node.value:
@@ -79,6 +81,7 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
     def construct_yaml_int(self, node):
+        """Construct an integer, refusing one of more than ``max_int_digits`` characters."""
         text = str(node.value)
         if len(text) > self.max_int_digits:
             raise YamlLimitError(f"line {_line(node)}: an integer of {len(text)} characters (at most "

@@ -27,6 +27,7 @@ def _source_root():
 def _ament_share():
     """get_package_share_directory('delta_robot'), or None without ament or the package."""
     try:
+        # ament is optional (ROS installs only)
         from ament_index_python.packages import get_package_share_directory
         return Path(get_package_share_directory(PACKAGE))
     except Exception:  # ImportError, PackageNotFoundError, unset AMENT_PREFIX_PATH, ...

@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -76,3 +77,15 @@ def signals_raise(signums=SIGNALS):
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def run_terminable(prog: str, fn, *args, lead: str = "") -> int:
+    """``fn(*args)`` under :func:`signals_raise`: its exit status, or on SIGTERM / SIGHUP
+    ``<lead><prog>: <signal>`` on stderr and 128 + the signal number (the command-line tools'
+    ``main``; ``lead`` is ``"\\n"`` after a progress line)."""
+    with signals_raise():
+        try:
+            return fn(*args)
+        except Terminated as e:
+            print(f"{lead}{prog}: {e}", file=sys.stderr)
+            return e.exit_code

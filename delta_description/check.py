@@ -35,19 +35,23 @@ from delta_description.passive_joints import (BAR_SIDES, PLATFORM_JOINTS, full_j
 from delta_core.robot_file import RobotParameters
 from delta_description.urdf_model import KinematicTree, UrdfError, rpy_matrix
 from delta_description.xacro_urdf import TOPIC_PLUGIN, TOPIC_PLUGIN_LEGACY
-from delta_dynamics.kinematics import elbow_positions
+from delta_dynamics.algorithms import forward_kinematics, inverse_kinematics, passive_origins, sample_workspace
+from delta_dynamics.kinds import model_for
 
 KNOWN_PLUGINS = ("mock_components/GenericSystem", TOPIC_PLUGIN, TOPIC_PLUGIN_LEGACY)
 
 
 @dataclass
 class CheckReport:
+    """What :func:`check_description` found: ``problems`` (the URDF disagrees with the robot file)
+    and ``notes``."""
     problems: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     max_error: float = 0.0          # m, worst closed-chain mismatch over the sampled poses
 
     @property
     def ok(self) -> bool:
+        """Whether no problem was found."""
         return not self.problems
 
 
@@ -73,7 +77,7 @@ class _Kind:
 
     def __init__(self, robot: RobotParameters):
         g, mp = robot.geometry, robot.mass
-        self.linear = robot.type == "prismatic"
+        self.linear = robot.type == "linear"
         if self.linear:
             self.angles, self.radius = g.rail_angles_deg, g.rail_radius
             self.spacing, self.length, self.length_field = g.rod_spacing, g.rod_length, "rod_length"
@@ -107,9 +111,7 @@ class _Kind:
 
     def joint_point(self, model, q, k):
         """Where chain k's passive links start: the elbow C_k or the carriage joint A_k."""
-        if self.linear:
-            return np.array([model.R * model.cphi[k], model.R * model.sphi[k], q[k]])
-        return elbow_positions(model, q)[k]
+        return passive_origins(model, q)[k]
 
     def joint_point_local(self, model):
         """That point in the mount frame (the upper arm's end, or the carriage frame's origin)."""
@@ -120,9 +122,6 @@ def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, 
                       seed: int = 0) -> CheckReport:
     """Check a URDF against the robot file it was made from (either kind of Delta); see the
     module docstring."""
-    from delta_dynamics.algorithms import forward_kinematics, inverse_kinematics, sample_workspace
-    from delta_dynamics.kinds import model_for
-
     rep = CheckReport()
     bad = rep.problems.append
     try:

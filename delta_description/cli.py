@@ -17,10 +17,19 @@ import argparse
 import sys
 from pathlib import Path
 
+from delta_core.atomic_file import atomic_write_text
 from delta_core.paths import output_dir_arg, output_file_arg
-from delta_core.robot_file import RobotFileError, load_robot
-from delta_core.text_input import TextInputError, read_text
+from delta_core.robot_file import load_robot
+from delta_core.ros.names import check_prefix
+from delta_core.termination import run_terminable
+from delta_core.text_input import read_text
+from delta_description import render
+from delta_description.check import check_description
+from delta_description.errors import guarded
+from delta_description.moveit_config import write_moveit_config
+from delta_description.ros2_controllers import controllers_yaml
 from delta_description.xacro_urdf import ROS2_CONTROL_MODES, DescriptionError, robot_description
+from delta_dynamics.cli.args import int_in
 
 PROG = "delta-description"
 #: Largest URDF ``check --urdf`` reads (a Delta URDF is about 40 kB).
@@ -29,21 +38,8 @@ MAX_URDF_BYTES = 10 << 20
 MAX_SAMPLES = 10_000
 
 
-def guarded(fn, args) -> int:
-    """Run ``fn(args)``; turn the errors a user can cause into a message and exit code 2."""
-    from delta_dynamics.kinematics import UnreachableError
-    from delta_description.urdf_model import UrdfError
-
-    try:
-        return fn(args)
-    except (RobotFileError, DescriptionError, UrdfError, UnreachableError, TextInputError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-    except OSError as e:
-        print(f"{PROG}: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-    return 2
-
-
 def _xacro_args(args) -> dict:
+    """The ``--arg NAME:=VALUE`` and ``--topic-plugin`` options as xacro arguments."""
     extra = {}
     for item in args.arg or []:
         name, sep, value = item.partition(":=")
@@ -56,9 +52,9 @@ def _xacro_args(args) -> dict:
 
 
 def cmd_urdf(args) -> int:
+    """``urdf``: print (or write) the URDF of ``--robot``."""
     text = robot_description(args.robot, ros2_control=args.ros2_control, **_xacro_args(args))
     if args.output:
-        from delta_core.atomic_file import atomic_write_text
         atomic_write_text(args.output, text)
         print(args.output)
     else:
@@ -67,14 +63,13 @@ def cmd_urdf(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from delta_description.check import check_description
-
+    """``check``: the URDF (generated, or ``--urdf``) against its robot file; exit 1 on a problem."""
     robot = load_robot(args.robot)
     if args.urdf:
         text = read_text(Path(args.urdf), MAX_URDF_BYTES, "a URDF")
         what = args.urdf
     else:
-        text = robot_description(args.robot, ros2_control=args.ros2_control, **_xacro_args(args))
+        text = robot_description(robot, ros2_control=args.ros2_control, **_xacro_args(args))
         what = f"URDF of {robot.source} (ros2_control={args.ros2_control})"
     rep = check_description(robot, text, samples=args.samples)
     for note in rep.notes:
@@ -89,15 +84,13 @@ def cmd_check(args) -> int:
 
 
 def cmd_controllers(args) -> int:
-    from delta_description.ros2_controllers import controllers_yaml
-
+    """``controllers``: print ros2_controllers.yaml for the robot's joints."""
     sys.stdout.write(controllers_yaml(load_robot(args.robot)))
     return 0
 
 
 def cmd_moveit(args) -> int:
-    from delta_core.ros.names import check_prefix
-    from delta_description.moveit_config import write_moveit_config
+    """``moveit``: write the MoveIt 2 configuration into ``--out``."""
     try:
         check_prefix(args.prefix)
     except ValueError as e:
@@ -107,14 +100,8 @@ def cmd_moveit(args) -> int:
     return 0
 
 
-def cmd_render(args) -> int:
-    from delta_description.render import run
-    return run(args)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    from delta_dynamics.cli.args import int_in
-
+    """The argument parser of ``delta-description`` and its subcommands."""
     p = argparse.ArgumentParser(prog=PROG, description="Delta robot description: URDF from the robot file.")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -152,23 +139,21 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--prefix", default="", help="joint and frame name prefix (e.g. r1_), as the launch's prefix:=")
     s.set_defaults(func=cmd_moveit)
 
-    from delta_description.render import add_arguments
     s = sub.add_parser("render", help="draw the URDF at a few poses into a PNG (matplotlib)")
-    add_arguments(s)
-    s.set_defaults(func=cmd_render)
+    render.add_arguments(s)
+    s.set_defaults(func=render.run)
     return p
 
 
 def main(argv=None) -> int:
-    from delta_core.termination import Terminated, signals_raise
+    """Run ``delta-description`` with ``argv``; the exit code (module docstring)."""
+    return run_terminable(PROG, _run, argv)
 
-    with signals_raise():
-        try:
-            args = build_parser().parse_args(argv)
-            return guarded(args.func, args)
-        except Terminated as e:
-            print(f"{PROG}: {e}", file=sys.stderr)
-            return e.exit_code
+
+def _run(argv) -> int:
+    """Parse ``argv`` and run the subcommand, guarded (:func:`delta_description.errors.guarded`)."""
+    args = build_parser().parse_args(argv)
+    return guarded(PROG, args.func, args)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ optionally their rates q_dot) this module computes, without ROS:
   a_dot = R_y(q_i)^T f_dot + q_dot_i (-a_z, 0, a_x); then differentiate the two atan2.
 
 The angles are taken from the actual arm angles q (not re-derived by inverse kinematics), so they
-are right on either elbow branch; they equal ``delta_dynamics.kinematics.passive_angles(model, X)``
+are right on either elbow branch; they equal ``delta_dynamics.algorithms.passive_angles(model, X)``
 on the usual elbow-out branch.
 
 Linear (prismatic) robot (``delta_linear.xacro``): given the carriage positions q,
@@ -33,8 +33,8 @@ Linear (prismatic) robot (``delta_linear.xacro``): given the carriage positions 
 
 The ROS node that republishes ``/joint_states`` calls :func:`expand_joint_state` per message::
 
-    >>> from delta_dynamics.model import DeltaModel
-    >>> m = DeltaModel.from_robot("nt_robot")
+    >>> from delta_dynamics.kinds import model_for
+    >>> m = model_for("nt_robot")
     >>> s = full_joint_state(m, [0.4, 0.4, 0.4])
     >>> s.names[:4]
     ('arm_1_joint', 'arm_2_joint', 'arm_3_joint', 'platform_x')
@@ -48,8 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from delta_dynamics.algorithms import cartesian_state, forward_kinematics, kind_of
-from delta_dynamics.kinematics import SingularityError, elbow_positions
+from delta_dynamics.algorithms import SingularityError, cartesian_state, forward_kinematics, kind_of, passive_origins
 
 PLATFORM_JOINTS = ("platform_x", "platform_y", "platform_z")
 BAR_SIDES = ("a", "b")   # a: +spacing/2 along the elbow axis / carriage axle (+y' of the chain), b: -spacing/2
@@ -67,7 +66,7 @@ def rod_joint_names(chain: int, side: str) -> tuple:
 
 def link_joint_names(robot, chain: int, side: str) -> tuple:
     """(bend, tilt) joint names of the passive link (forearm bar or rod) ``side`` of ``chain``."""
-    return (rod_joint_names if kind_of(robot) == "prismatic" else bar_joint_names)(chain, side)
+    return (rod_joint_names if kind_of(robot) == "linear" else bar_joint_names)(chain, side)
 
 
 def forearm_joint_names(robot=None) -> tuple:
@@ -98,6 +97,7 @@ class FullJointState:
     velocity: tuple | None = None
 
     def as_dict(self) -> dict:
+        """{joint name: position}."""
         return dict(zip(self.names, self.position))
 
 
@@ -111,7 +111,7 @@ def forearm_angles(m, q, X, qd=None, Xd=None):
     """(bend, tilt) per chain, shape (3, 2), and their rates (or None) for arm angles q and platform X."""
     q = np.asarray(q, dtype=float)
     X = np.asarray(X, dtype=float)
-    C = elbow_positions(m, q)
+    C = passive_origins(m, q)
     ang = np.empty((3, 2))
     rate = None if qd is None else np.empty((3, 2))
     for i in range(3):
@@ -139,7 +139,7 @@ def forearm_angles(m, q, X, qd=None, Xd=None):
 def platform_velocity(m, q, X, qd) -> np.ndarray:
     """X_dot solving q_dot = J X_dot, J_i = U_i^T / (U_i^T T_i) evaluated at the actual arm angles."""
     q = np.asarray(q, dtype=float)
-    C = elbow_positions(m, q)
+    C = passive_origins(m, q)
     rows = []
     for i in range(3):
         u, _ = _chain_frame(m, i)
@@ -209,7 +209,7 @@ def full_joint_state(m, q, qd=None) -> FullJointState:
     actuated joint positions q (arm angles, or carriage positions of a linear robot).
 
     ``m`` is a model of either kind (:func:`delta_dynamics.kinds.model_for`). Order:
-    :func:`movable_joint_names`. Raises ``delta_dynamics.kinematics.UnreachableError`` (or
+    :func:`movable_joint_names`. Raises ``delta_dynamics.algorithms.UnreachableError`` (or
     ``SingularityError``) where the forearms (rods) cannot close the chain.
 
     >>> from delta_dynamics.kinds import model_for
@@ -220,7 +220,7 @@ def full_joint_state(m, q, qd=None) -> FullJointState:
     q = np.asarray(q, dtype=float).reshape(3)
     if qd is not None:
         qd = np.asarray(qd, dtype=float).reshape(3)
-    X, Xd, ang, rate = (_linear_state if kind_of(m) == "prismatic" else _rotary_state)(m, q, qd)
+    X, Xd, ang, rate = (_linear_state if kind_of(m) == "linear" else _rotary_state)(m, q, qd)
     pos = [*q, *X]
     vel = None if qd is None else [*qd, *Xd]
     for i in range(3):

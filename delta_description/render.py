@@ -25,10 +25,12 @@ import numpy as np
 
 from delta_core.atomic_file import atomic_write_bytes
 from delta_core.paths import output_file_arg
-from delta_description.passive_joints import full_joint_state
 from delta_core.robot_file import load_robot
+from delta_description.errors import guarded
+from delta_description.passive_joints import full_joint_state
 from delta_description.urdf_model import KinematicTree, origin_matrix
-from delta_description.xacro_urdf import robot_description
+from delta_description.xacro_urdf import DescriptionError, robot_description
+from delta_dynamics.kinds import joint_units, model_for
 
 #: Most panels of one picture (``--pose`` repeated).
 MAX_POSES = 12
@@ -129,14 +131,12 @@ def render_poses(robot, poses, out_png, titles=None, urdf_xml: str | None = None
     ``robot``: preset name, robot file path or RobotParameters. The URDF is built from it
     (or given as ``urdf_xml``). Returns the output path.
     """
-    import matplotlib
+    import matplotlib            # optional and heavy: only drawing needs it
     matplotlib.use("Agg")
+    # matplotlib is optional and heavy: only what draws loads it
     import matplotlib.pyplot as plt
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-    from delta_dynamics.kinds import joint_units, model_for
-
-    from delta_description.xacro_urdf import DescriptionError
     fmt = os.path.splitext(os.fspath(out_png))[1].lstrip(".").lower() or "png"
     known = sorted(plt.figure().canvas.get_supported_filetypes())
     plt.close("all")
@@ -203,6 +203,7 @@ def _pose(text: str):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the ``render`` options (``--robot``, ``--out``, ``--pose``) to ``p``."""
     p.add_argument("--robot", default="nt_robot", help="preset name or robot file (default nt_robot)")
     p.add_argument("--out", default="docs/images/robot.png", type=output_file_arg, help="PNG to write")
     p.add_argument("--pose", type=_pose, action="append",
@@ -211,6 +212,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    """Draw the poses of ``args`` into ``args.out``; exit status 0."""
     robot = load_robot(args.robot)
     poses = args.pose or default_poses(robot)
     out = render_poses(robot, poses, args.out)
@@ -219,10 +221,10 @@ def run(args) -> int:
 
 
 def main(argv=None) -> int:
+    """``python -m delta_description.render``: the exit status."""
     p = argparse.ArgumentParser(prog="python -m delta_description.render", description=__doc__.split("\n")[0])
     add_arguments(p)
-    from delta_description.cli import guarded
-    return guarded(run, p.parse_args(argv))
+    return guarded("delta-description", run, p.parse_args(argv))
 
 
 if __name__ == "__main__":

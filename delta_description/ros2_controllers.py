@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import yaml
 
+from delta_dynamics.kinds import joint_units
+
 UPDATE_RATE_HZ = 100
 
 #: Path and goal tolerances of the trajectory controller per joint and the stopped-velocity
 #: tolerance, by robot kind: rad and rad/s at an arm; m and m/s on a carriage (a carriage's
 #: 10 mm is about what 0.05 rad is at the tip of a 0.2 m arm).
 TOLERANCES = {"rotary": {"trajectory": 0.05, "goal": 0.002, "stopped_velocity": 0.01},
-              "prismatic": {"trajectory": 0.01, "goal": 0.0005, "stopped_velocity": 0.002}}
+              "linear": {"trajectory": 0.01, "goal": 0.0005, "stopped_velocity": 0.002}}
 
 
 def controllers_config(robot, update_rate: int = UPDATE_RATE_HZ) -> dict:
@@ -69,5 +71,5 @@ def controllers_yaml(robot, update_rate: int = UPDATE_RATE_HZ) -> str:
 
     body = yaml.dump(controllers_config(robot, update_rate), Dumper=_NoAliases, sort_keys=False,
                      default_flow_style=False, width=100)
-    unit = "m" if getattr(robot, "type", "rotary") == "prismatic" else "rad"
+    unit = joint_units(robot)["position"]
     return HEADER.format(robot=robot.name, unit=unit) + body

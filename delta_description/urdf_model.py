@@ -51,6 +51,8 @@ def axis_angle_matrix(axis, angle: float) -> np.ndarray:
 
 
 def homogeneous(rotation=None, translation=None) -> np.ndarray:
+    """The 4x4 homogeneous transform of a 3x3 ``rotation`` and a ``translation`` (m); the
+    identity part where either is None."""
     t = np.eye(4)
     if rotation is not None:
         t[:3, :3] = rotation
@@ -74,6 +76,7 @@ def parse_urdf(urdf_xml: str):
     Returns ``(robot, warnings)``. The ``<ros2_control>`` block is not part of the URDF schema
     urdf_parser_py knows; its "unknown tag" warning is dropped. Raises :class:`UrdfError`.
     """
+    # urdf_parser_py: loaded when a URDF is parsed
     from urdf_parser_py import urdf as urdf_mod
     from urdf_parser_py.xml_reflection import core
 
@@ -92,6 +95,7 @@ def parse_urdf(urdf_xml: str):
 
 @dataclass(frozen=True)
 class JointInfo:
+    """One joint of the URDF: name, type, parent and child links, origin (4x4) and axis."""
     name: str
     type: str
     parent: str

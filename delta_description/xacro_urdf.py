@@ -18,6 +18,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -38,7 +39,7 @@ FIXED_NAMES_LINEAR = tuple(f"rail_{i}_joint" for i in (1, 2, 3)) + ("tool0_joint
 
 def fixed_joint_names(robot) -> tuple:
     """The fixed joints the xacro generates for ``robot``'s kind."""
-    return FIXED_NAMES_LINEAR if getattr(robot, "type", "rotary") == "prismatic" else FIXED_NAMES
+    return FIXED_NAMES_LINEAR if getattr(robot, "type", "rotary") == "linear" else FIXED_NAMES
 
 
 class DescriptionError(ValueError):
@@ -62,7 +63,6 @@ def check_xacro_args(args: dict) -> None:
     ...     print(e)
     xacro argument motor_mass must be a number of kg in [0, 1000], got 'heavy'
     """
-    import math
     for name, value in args.items():
         text = str(value)
         if name not in XACRO_ARGS:
@@ -116,6 +116,7 @@ def robot_description(robot, ros2_control: str = "none", **args) -> str:
     :class:`~delta_core.robot_file.RobotFileError` for a bad robot file and
     :class:`DescriptionError` for anything else that stops the URDF from being built.
     """
+    # xacro: loaded when a URDF is built
     import xacro
 
     if ros2_control not in ROS2_CONTROL_MODES:

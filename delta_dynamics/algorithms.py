@@ -2,8 +2,8 @@
 
 Like Pinocchio's algorithms (``rnea(model, data, q, v, a)`` over any joint model), these
 functions take the static model first and work for a rotary
-(:class:`~delta_dynamics.model.DeltaModel`) and a linear
-(:class:`~delta_dynamics.prismatic.model.PrismaticDeltaModel`) Delta alike. Each forwards to
+(:class:`~delta_dynamics.rotary.model.RotaryModel`) and a linear
+(:class:`~delta_dynamics.linear.model.LinearModel`) Delta alike. Each forwards to
 its kind's implementation through ``m.ops``, the table cached on the model class
 (:mod:`delta_dynamics.kinds`): one attribute lookup, no import and no string dispatch per
 call. Everything above the model (control loop, plans, plants, drives, identification,
@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from delta_dynamics.common import integrate
+from delta_dynamics.common.errors import SingularityError, UnreachableError  # noqa: F401  (re-exported)
 from delta_dynamics.kinds import joint_units, kind_of, model_for  # noqa: F401  (re-exported)
-from delta_dynamics.kinematics import SingularityError, UnreachableError  # noqa: F401
 
 
 # ----------------------------------------------------------------------------- kinematics
@@ -72,6 +73,13 @@ def passive_angles(m, X):
     """Two angles per chain of the passive link pair's direction, shape (3, 2) or (N, 3, 2)
     (rotary: forearm (bend, tilt) in the arm frame; linear: rod pair (azimuth, elevation))."""
     return m.ops.passive_angles(m, X)
+
+
+def passive_origins(m, q):
+    """Where each chain's passive link pair starts, shape (3, 3) or (N, 3, 3) [sample, chain,
+    xyz] (m): the elbows C_i of a rotary Delta (Asadi eq. 2), the carriage joints A_i of a
+    linear one (Colombo eq. 2), for joint positions q."""
+    return m.ops.passive_origins(m, q)
 
 
 def singularity_measure(m, X):
@@ -169,14 +177,18 @@ def step(m, X, Xd, tau, dt: float, method: str = "semi-implicit", F_P=None):
 
 
 def simulate_fixed(m, X0, Xd0, t, tau, method: str = "semi-implicit", substeps: int = 1, F_P=None):
-    """Fixed-step simulation over the time samples ``t``; returns (X, X_dot), each (N, 3)."""
-    return m.ops.simulate_fixed(m, X0, Xd0, t, tau, method, substeps, F_P)
+    """Fixed-step simulation over the time samples ``t`` (s) under efforts ``tau`` (a callable
+    tau(t) or (N, 3) samples held over each interval), ``substeps`` steps per interval of the
+    kind's :func:`step`; returns (X, X_dot), each (N, 3)
+    (:func:`delta_dynamics.common.integrate.simulate_fixed`)."""
+    return integrate.simulate_fixed(m, X0, Xd0, t, tau, method, substeps, F_P)
 
 
 def simulate_adaptive(m, X0, Xd0, t, tau, method: str = "LSODA", rtol: float = 1e-9,
                       atol: float = 1e-11, F_P=None):
-    """Adaptive-step simulation (scipy ``solve_ivp``); returns (X, X_dot) at ``t``."""
-    return m.ops.simulate_adaptive(m, X0, Xd0, t, tau, method, rtol, atol, F_P)
+    """Adaptive-step simulation of the kind's forward dynamics (scipy ``solve_ivp``); returns
+    (X, X_dot) at ``t`` (:func:`delta_dynamics.common.integrate.simulate_adaptive`)."""
+    return integrate.simulate_adaptive(m, X0, Xd0, t, tau, method, rtol, atol, F_P)
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -198,13 +210,14 @@ def parameters_from_vector(m, values, static=None):
 def parameter_set(m, key: str = "explicit", stribeck: bool = False):
     """The identification parameter set (:class:`~delta_dynamics.identification.regressors.ParameterSet`)
     of ``m``'s kind: ``explicit`` (the model's 14 lumped parameters) for either kind, ``kim``
-    (Kim et al.'s 11) for a rotary Delta only."""
+    (Kim et al.'s 11) for a rotary Delta only; ``stribeck`` adds the break-away columns."""
     return m.ops.parameter_set(key, stribeck)
 
 
 def physical_from_lumped(m, params):
     """(robot file with the physical fields implied by lumped ``params``, notes): writing an
-    identified model back into a robot file (:mod:`delta_dynamics.identification.robot_update`)."""
+    identified model back into a robot file, under the kind's assumptions (its
+    ``identification.physical_from_lumped``)."""
     return m.ops.physical_from_lumped(m.robot, params)
 
 

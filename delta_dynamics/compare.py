@@ -4,20 +4,21 @@ A small registry maps a model name to a function ``f(robot, trajectory) -> tau``
 the rigid-body actuator torques (N, 3) in N m, **without joint friction** (friction is the
 same term in every model and would only hide their differences), for a
 :class:`~delta_core.robot_file.RobotParameters` and a
-:class:`~delta_dynamics.trajectories.Trajectory`. Built in:
+:class:`~delta_dynamics.motion.trajectories.Trajectory`. Built in:
 
-* ``explicit``: Asadi & Heydari's explicit model (:mod:`delta_dynamics.dynamics`), the lumped
-  forearm of the robot file;
+* ``explicit``: Asadi & Heydari's explicit model (the rotary kind's, through
+  :mod:`delta_dynamics.algorithms`), the lumped forearm of the robot file;
 * ``staicu``: Staicu & Carp-Ciocardia's recursive virtual-power model
-  (:mod:`delta_dynamics.staicu`), every body with its full tensor;
-* ``multibody``: Elshami et al.'s multibody model (``delta_dynamics.multibody``), and
-  ``mujoco``: MuJoCo's inverse dynamics of the closed chain (``delta_dynamics.mujoco_model``,
+  (:mod:`delta_dynamics.reference.staicu`), every body with its full tensor;
+* ``multibody``: Elshami et al.'s multibody model (``delta_dynamics.reference.multibody``), and
+  ``mujoco``: MuJoCo's inverse dynamics of the closed chain (``delta_dynamics.reference.mujoco_model``,
   needs the ``mujoco`` package), each available where its package is.
 
-Other models register themselves (``register_model("multibody", "pkg.module:function",
-"...")``) or are added to :data:`MODELS`; the target is imported on first use, so a model
-whose package is missing (MuJoCo, say) is reported as unavailable, with the reason, instead of
-breaking the others. A name nobody registered is reported with the list of known ones.
+Each is one line of :data:`MODELS` naming the reference model's ``trajectory_torques``; other
+models register themselves (:func:`register_model`, or the entry-point group
+``delta_robot.model``). The target is imported on first use, so a model whose package is
+missing (MuJoCo, say) is reported as unavailable, with the reason, instead of breaking the
+others. A name nobody registered is reported with the list of known ones.
 
 :func:`compare` evaluates the models and measures each difference from the reference (the
 first model) in % of the reference's peak torque, max |tau_ref| over the joints and samples::
@@ -28,7 +29,7 @@ first model) in % of the reference's peak torque, max |tau_ref| over the joints 
 and the runtime per sample of each model's call on the whole trajectory (after a warm-up call
 on its first samples; it includes building the model from the robot file).
 
->>> from delta_dynamics.trajectories import circle
+>>> from delta_dynamics.motion.trajectories import circle
 >>> res = compare("nt_robot", circle(radius=0.2, depth=-0.85, period=1.5, dt=0.01), ["explicit", "staicu"])
 >>> sorted(res.torques), res.reference
 (['explicit', 'staicu'], 'explicit')
@@ -39,8 +40,6 @@ from __future__ import annotations
 
 import importlib
 import io
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,58 +47,39 @@ from typing import Callable
 
 import numpy as np
 
+from delta_core.atomic_file import atomic_write_bytes
+from delta_core.plugins import PluginError, Registry
+from delta_core.robot_file import load_robot
+from delta_dynamics.algorithms import inverse_dynamics
+from delta_dynamics.common.trajectory import Trajectory
+from delta_dynamics.kinds import model_for
+
 
 class ModelUnavailable(ValueError):
     """A requested model is not registered or cannot be loaded here."""
 
 
-@dataclass(frozen=True)
-class ModelEntry:
-    """A model of the registry: ``target`` is a function or a ``"module:function"`` string;
-    ``requires``: modules that must import for the model to be available."""
-
-    name: str
-    target: object
-    description: str
-    requires: tuple = ()
-
-
 def explicit_torques(robot, trajectory) -> np.ndarray:
     """Rigid-body torques of the explicit model (no friction) along ``trajectory``."""
-    from delta_dynamics.dynamics import inverse_dynamics
-    from delta_dynamics.model import DeltaModel
-    m = DeltaModel.from_robot(robot)
-    return inverse_dynamics(m, trajectory.X, trajectory.Xd, trajectory.Xdd, friction=False)
+    return inverse_dynamics(model_for(robot), trajectory.X, trajectory.Xd, trajectory.Xdd, friction=False)
 
 
-def multibody_torques(robot, trajectory) -> np.ndarray:
-    """Rigid-body torques of Elshami et al.'s multibody model (no friction)."""
-    from delta_dynamics.multibody.reactions import inverse_dynamics
-    from delta_dynamics.multibody.system import MultibodySystem
-    s = MultibodySystem.from_robot(robot)
-    return inverse_dynamics(s, trajectory.X, trajectory.Xd, trajectory.Xdd, friction=False).tau
-
-
-def mujoco_torques(robot, trajectory) -> np.ndarray:
-    """Rigid-body torques of MuJoCo's closed-chain inverse dynamics (no friction)."""
-    from delta_dynamics.mujoco_model.inverse import inverse_dynamics
-    return inverse_dynamics(robot, trajectory, friction=False)
-
-
-#: The registry: name -> ModelEntry. Add an entry (or call :func:`register_model`) to plug in
-#: a model; ``compare --models`` and ``inverse --model`` offer every name here.
-MODELS: dict = {
-    "explicit": ModelEntry("explicit", "delta_dynamics.compare:explicit_torques",
-                           "Asadi & Heydari's explicit model (lumped forearm)"),
-    "staicu": ModelEntry("staicu", "delta_dynamics.staicu:trajectory_torques",
-                         "Staicu & Carp-Ciocardia's recursive virtual-power model (every body)"),
-    "multibody": ModelEntry("multibody", "delta_dynamics.compare:multibody_torques",
-                            "Elshami et al.'s multibody model",
-                            requires=("delta_dynamics.multibody.reactions", "delta_dynamics.multibody.system")),
-    "mujoco": ModelEntry("mujoco", "delta_dynamics.compare:mujoco_torques",
-                         "MuJoCo's inverse dynamics of the closed chain",
-                         requires=("delta_dynamics.mujoco_model.inverse",)),
-}
+#: The comparison models, one registration line each (:class:`delta_core.plugins.Registry`): a
+#: function ``f(robot, trajectory) -> (N, 3)`` (a ``"module:function"`` path, imported on first
+#: use), its ``description`` and the modules it ``requires`` (imported when the model is asked
+#: for, to tell early whether it is available). ``compare --models`` and ``inverse --model``
+#: offer every name here; other packages add theirs with :func:`register_model` or the
+#: entry-point group ``delta_robot.model``.
+MODELS = Registry("model")
+MODELS.register("explicit", "delta_dynamics.compare:explicit_torques",
+                description="Asadi & Heydari's explicit model (lumped forearm)")
+MODELS.register("staicu", "delta_dynamics.reference.staicu:trajectory_torques",
+                description="Staicu & Carp-Ciocardia's recursive virtual-power model (every body)")
+MODELS.register("multibody", "delta_dynamics.reference.multibody.reactions:trajectory_torques",
+                description="Elshami et al.'s multibody model")
+MODELS.register("mujoco", "delta_dynamics.reference.mujoco_model.inverse:trajectory_torques",
+                description="MuJoCo's inverse dynamics of the closed chain",
+                requires=("delta_dynamics.reference.mujoco_model.inverse",))
 
 
 def register_model(name: str, target, description: str = "", requires=()) -> None:
@@ -110,28 +90,23 @@ def register_model(name: str, target, description: str = "", requires=()) -> Non
         raise ValueError(f"model name must be a non-empty string without commas, got {name!r}")
     if not (callable(target) or (isinstance(target, str) and ":" in target)):
         raise ValueError(f"model {name!r}: target must be a function or 'module:function', got {target!r}")
-    MODELS[name] = ModelEntry(name, target, description, tuple(requires))
+    MODELS.register(name, target, replace=True, description=description, requires=tuple(requires))
 
 
 def model_function(name: str) -> Callable:
     """The torque function of model ``name``; :class:`ModelUnavailable` names what is missing."""
-    entry = MODELS.get(name)
-    if entry is None:
-        raise ModelUnavailable(f"unknown model '{name}' (known: {', '.join(MODELS)})")
-    for module in entry.requires:
+    if name not in MODELS:
+        raise ModelUnavailable(f"unknown model '{name}' (known: {', '.join(MODELS.names())})")
+    info = MODELS.info(name)
+    for module in info.get("requires", ()):
         try:
             importlib.import_module(module)
         except ImportError as e:
-            raise ModelUnavailable(f"model '{name}' ({entry.description}) is not available: {e}") from None
-    if callable(entry.target):
-        return entry.target
-    module, _, func = entry.target.partition(":")
+            raise ModelUnavailable(f"model '{name}' ({info.get('description', '')}) is not available: {e}") from None
     try:
-        return getattr(importlib.import_module(module), func)
-    except ImportError as e:
-        raise ModelUnavailable(f"model '{name}' is not available: {e}") from None
-    except AttributeError:
-        raise ModelUnavailable(f"model '{name}' is not available: {module} has no {func}") from None
+        return MODELS.get(name)
+    except PluginError as e:
+        raise ModelUnavailable(str(e)) from None
 
 
 def parse_model_list(text: str) -> list:
@@ -176,7 +151,6 @@ def compare(robot, trajectory, names, reference: str | None = None) -> Compariso
     ``reference`` (default: the first name). ``robot``: a preset name, a file or
     RobotParameters. Raises :class:`ModelUnavailable` before running anything if a model is
     missing."""
-    from delta_core.robot_file import load_robot
     robot = load_robot(robot)
     names = list(names)
     reference = reference or names[0]
@@ -206,13 +180,14 @@ def compare(robot, trajectory, names, reference: str | None = None) -> Compariso
 
 
 def _head(trajectory, k):
-    from delta_dynamics.trajectories import Trajectory
+    """The first ``k`` samples of ``trajectory``."""
     return Trajectory(trajectory.t[:k], trajectory.X[:k], trajectory.Xd[:k], trajectory.Xdd[:k])
 
 
 def plot(result: Comparison, path, title: str = "") -> Path:
     """Torques of every model (left) and their differences from the reference (right), one
     row per joint, written atomically as PNG."""
+    # optional and heavy: only plotting needs matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=(12, 7.5), layout="constrained")
@@ -239,25 +214,4 @@ def plot(result: Comparison, path, title: str = "") -> Path:
     ax[2, 1].set_xlabel("t [s]")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
-    return _atomic_write_bytes(path, buf.getvalue())
-
-
-def _atomic_write_bytes(path, data: bytes) -> Path:
-    """``data`` to ``path`` through a temporary file and a rename (as ``atomic_write_text``)."""
-    from delta_core.atomic_file import _umask
-    from delta_core.paths import check_output_file
-    path = check_output_file(path, "the plot")       # a directory, FIFO, device, read-only file: refused
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return atomic_write_bytes(path, buf.getvalue())

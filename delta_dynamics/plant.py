@@ -9,8 +9,8 @@ them can be the controller's own explicit model (:class:`ExplicitPlant`, the fas
 model of different structure (the multibody simulator, MuJoCo) without the drives, the
 control loop or the nodes knowing which.
 
->>> from delta_dynamics.model import DeltaModel
->>> plant = ExplicitPlant(DeltaModel.from_robot("nt_robot"))
+>>> from delta_core.robot_file import load_robot
+>>> plant = ExplicitPlant(model_for("nt_robot"))
 >>> plant.place([0.3, 0.3, 0.3])
 >>> plant.step([0.0, 0.0, 0.0], 0.001)          # unpowered arms start to fall
 >>> q, qd = plant.joint_state()
@@ -21,24 +21,30 @@ control loop or the nodes knowing which.
 >>> all(v < 0 for v in linear.joint_state()[1])
 True
 
+Disturbances for tests and users: :meth:`Plant.set_external_force` pushes the platform (held
+until changed, zero removes it), :meth:`Plant.set_payload` changes the simulated payload while
+the controller's model stays as it was.
+
 The explicit plant serves either kind of Delta (through :mod:`delta_dynamics.algorithms`);
 the multibody and MuJoCo plants model rotary Deltas only and refuse a linear robot file.
 """
 from __future__ import annotations
 
+import dataclasses
+import math
 from abc import ABC, abstractmethod
 
 import numpy as np
 
-from delta_core.robot_file import load_robot  # noqa: F401  (the doctest's)
-from delta_dynamics.algorithms import (cartesian_state, forward_kinematics, inverse_kinematics,
-                                       joint_state, step, workspace_centre)
+from delta_core.plugins import PluginError, Registry
+from delta_dynamics.algorithms import forward_kinematics, inverse_kinematics, joint_state, step, workspace_centre
+from delta_dynamics.kinds import model_for
 
 
 class Plant(ABC):
     """A simulated robot: its state, and a step under constant joint efforts.
 
-    ``step`` raises :class:`delta_dynamics.kinematics.UnreachableError` when the mechanism
+    ``step`` raises :class:`delta_dynamics.algorithms.UnreachableError` when the mechanism
     would leave its workspace (the state then stays where it was).
     """
 
@@ -66,6 +72,49 @@ class Plant(ABC):
         q, _ = self.joint_state()
         self.place(q)
 
+    def set_external_force(self, F) -> None:
+        """Apply the force ``F`` (3 floats, N, ``base_link``) at the platform centre from the
+        next step on, held until the next call; a zero force removes it. Plants that cannot
+        raise NotImplementedError."""
+        raise NotImplementedError(f"the {type(self).__name__} takes no external force")
+
+    def set_payload(self, mass: float) -> None:
+        """Make the simulated payload ``mass`` kg (a point mass at the platform centre) from
+        the next step on, in place of the robot file's; the controller's model is not
+        changed. Plants that cannot raise NotImplementedError."""
+        raise NotImplementedError(f"the {type(self).__name__} cannot change its payload")
+
+
+def check_platform_force(F) -> tuple | None:
+    """``F`` (N) as a tuple of 3 floats, None when it is zero; ValueError naming it otherwise.
+
+    >>> check_platform_force([0, 0, -30]), check_platform_force([0, 0, 0])
+    ((0.0, 0.0, -30.0), None)
+    """
+    try:
+        f = tuple(float(v) for v in F)
+    except (TypeError, ValueError):
+        f = ()
+    if len(f) != 3 or not all(math.isfinite(v) for v in f):
+        raise ValueError(f"external platform force must be 3 finite numbers (N, base_link), got {F!r}")
+    return None if not any(f) else f
+
+
+#: The largest payload (kg) a plant takes at run time: the robot file's bound
+#: (``mass_properties.payload.mass``).
+PAYLOAD_MAX = 1000.0
+
+
+def check_payload(mass) -> float:
+    """``mass`` (kg) as a float in [0, :data:`PAYLOAD_MAX`]; ValueError naming it otherwise."""
+    try:
+        m = float(mass)
+    except (TypeError, ValueError):
+        m = float("nan")
+    if not (math.isfinite(m) and 0.0 <= m <= PAYLOAD_MAX):
+        raise ValueError(f"payload mass must be a finite number in [0, {PAYLOAD_MAX:g}] kg, got {mass!r}")
+    return m
+
 
 class ExplicitPlant(Plant):
     """The explicit model's forward dynamics (Asadi & Heydari eq. 43; for a linear Delta the
@@ -76,9 +125,25 @@ class ExplicitPlant(Plant):
     def __init__(self, model, method: str = "semi-implicit"):
         self.model = model
         self.method = method
+        self.payload_mass = float(model.robot.mass.payload_mass)     # kg, in the model's m_x
+        self._F = None
         self.place_platform(workspace_centre(model))
 
+    def set_external_force(self, F) -> None:
+        """Apply ``F`` (N, ``base_link``) at the platform from the next step on, held until
+        changed (the F_P of eq. 39); zero removes it."""
+        self._F = check_platform_force(F)
+
+    def set_payload(self, mass: float) -> None:
+        """The simulated payload becomes ``mass`` kg: the plant's model gets m_x + (mass - the
+        payload it had); the platform state is kept."""
+        mass = check_payload(mass)
+        p = self.model.params
+        self.model = self.model.with_parameters(dataclasses.replace(p, m_x=p.m_x + mass - self.payload_mass))
+        self.payload_mass = mass
+
     def place(self, q) -> None:
+        """Put the robot at rest at joint positions ``q`` (rad or m)."""
         self._X = tuple(forward_kinematics(self.model, np.asarray(q, dtype=float)).tolist())
         self._V = (0.0, 0.0, 0.0)
 
@@ -89,57 +154,55 @@ class ExplicitPlant(Plant):
         self._V = (0.0, 0.0, 0.0)
 
     def step(self, tau, dt: float) -> None:
-        X, V = step(self.model, self._X, self._V, tau, dt, self.method)
+        """Advance ``dt`` s under the efforts ``tau`` with the kind's fixed step; raises
+        UnreachableError (the state unchanged) when the platform would leave the workspace."""
+        X, V = step(self.model, self._X, self._V, tau, dt, self.method, self._F)
         inverse_kinematics(self.model, X)            # raises UnreachableError outside the workspace
         self._X, self._V = X, V
 
     def joint_state(self):
+        """(q, q_dot) of the actuated joints, from the platform state."""
         q, qd, _ = joint_state(self.model, self._X, self._V)
         return tuple(q.tolist()), tuple(qd.tolist())
 
     def platform_position(self) -> np.ndarray:
+        """The platform centre (m), shape (3,)."""
         return np.array(self._X)
 
     def brake(self) -> None:
+        """Stop at once where the platform is (zero velocity)."""
         self._V = (0.0, 0.0, 0.0)
 
-    def set_state(self, q, qd) -> None:
-        """Put the robot at joint positions ``q`` moving at ``qd``."""
-        X, V, _ = cartesian_state(self.model, np.asarray(q, float), np.asarray(qd, float))
-        self._X, self._V = tuple(X.tolist()), tuple(V.tolist())
 
-
-#: The plants by name: the class path of each (imported when chosen: MuJoCo is an optional
-#: dependency). ``explicit`` is the controller's own model, the fastest; ``multibody``
-#: (Elshami et al.'s multibody model) and ``mujoco`` differ from it in structure.
-PLANTS = {"explicit": "delta_dynamics.plant:explicit_plant",
-          "multibody": "delta_dynamics.multibody.plant:MultibodyPlant",
-          "mujoco": "delta_dynamics.mujoco_model.plant:MujocoPlant"}
-
-#: The robot kinds (``type``) each plant models.
-PLANT_KINDS = {"explicit": ("rotary", "prismatic"), "multibody": ("rotary",), "mujoco": ("rotary",)}
+#: The plants by name, one registration line each (:class:`delta_core.plugins.Registry`): the
+#: factory ``f(robot) -> Plant`` of a loaded robot file, imported when chosen (MuJoCo is an
+#: optional dependency), and the robot kinds (``type``) it models. ``explicit`` is the
+#: controller's own model, the fastest; ``multibody`` (Elshami et al.'s multibody model) and
+#: ``mujoco`` differ from it in structure (:mod:`delta_dynamics.reference`).
+PLANTS = Registry("plant")
+PLANTS.register("explicit", "delta_dynamics.plant:explicit_plant", kinds=("rotary", "linear"))
+PLANTS.register("multibody", "delta_dynamics.reference.multibody.plant:MultibodyPlant", kinds=("rotary",))
+PLANTS.register("mujoco", "delta_dynamics.reference.mujoco_model.plant:MujocoPlant", kinds=("rotary",))
 
 
 def explicit_plant(robot) -> ExplicitPlant:
-    from delta_dynamics.kinds import model_for
+    """The :class:`ExplicitPlant` of a loaded robot file (either kind)."""
     return ExplicitPlant(model_for(robot))
 
 
 def make_plant(kind: str, robot) -> Plant:
-    """The plant ``kind`` (a key of :data:`PLANTS`) of the loaded robot file ``robot``;
+    """The plant ``kind`` (a name of :data:`PLANTS`) of the loaded robot file ``robot``;
     ValueError naming the choices, a plant that does not model this kind of robot, or what is
     missing to build it."""
     if kind not in PLANTS:
-        raise ValueError(f"plant must be one of {', '.join(PLANTS)}, got {kind!r}")
+        raise ValueError(f"plant must be one of {', '.join(PLANTS.names())}, got {kind!r}")
     rtype = getattr(robot, "type", "rotary")
-    if rtype not in PLANT_KINDS[kind]:
-        can = [k for k, kinds in PLANT_KINDS.items() if rtype in kinds]
+    if rtype not in PLANTS.info(kind).get("kinds", ()):
+        can = [k for k in PLANTS.names() if rtype in PLANTS.info(k).get("kinds", ())]
         raise ValueError(f"plant {kind} models rotary Delta robots only; robot {robot.name} is a {rtype} "
-                         f"(linear) Delta: use plant {' or '.join(can)}")
-    import importlib
-    module, _, name = PLANTS[kind].partition(":")
+                         f"Delta: use plant {' or '.join(can)}")
     try:
-        factory = getattr(importlib.import_module(module), name)
-    except ImportError as e:
-        raise ValueError(f"plant {kind} is not available: {e}") from None
+        factory = PLANTS.get(kind)
+    except PluginError as e:
+        raise ValueError(str(e)) from None
     return factory(robot)

@@ -35,7 +35,7 @@ from delta_core.atomic_file import atomic_write_chunks
 from delta_core.paths import open_regular
 from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
 from delta_dynamics.limits import MAX_SAMPLES
-from delta_dynamics.trajectories import Trajectory
+from delta_dynamics.common.trajectory import Trajectory
 
 TRAJECTORY_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "xdd", "ydd", "zdd")
 POSITION_COLUMNS = ("t", "x", "y", "z")
@@ -167,6 +167,7 @@ class _CsvState:
         self.wanted = {c: header.index(c) for c in (*self.required, *self.optional) if c in header}
 
     def add_block(self, first, block, max_rows):
+        """Parse one block of lines (the header with the first), at most ``max_rows`` data rows in all."""
         rows, nums = data_lines(first, block)
         if rows and self.header is None:
             self._set_header(nums[0], rows[0].strip())
@@ -252,6 +253,7 @@ def derivatives_from_positions(t, X, smoothing="auto"):
     Sampling of 1-5 ms suits the stack's trajectories; on coarser samples the estimate
     mistakes the motion for noise and smooths too much (then pass ``smoothing=0``).
     """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.interpolate import UnivariateSpline
 
     t = np.asarray(t, dtype=float)
@@ -416,7 +418,7 @@ def _chain(first, rest):
 
 
 def write_trajectory(path: str | os.PathLike, traj: Trajectory) -> Path:
-    """Write a :class:`~delta_dynamics.trajectories.Trajectory` as ``t,x,y,z,xd,...,zdd``."""
+    """Write a :class:`~delta_dynamics.motion.trajectories.Trajectory` as ``t,x,y,z,xd,...,zdd``."""
     data = np.column_stack((traj.t, traj.X, traj.Xd, traj.Xdd))
     return write_csv(path, TRAJECTORY_COLUMNS, data)
 

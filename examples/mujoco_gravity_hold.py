@@ -3,16 +3,17 @@ gravity-compensation torques (friction off, so only the torques hold it) and pri
 platform is. Needs mujoco (pip install mujoco).  python examples/mujoco_gravity_hold.py [robot]"""
 import sys
 
-from delta_dynamics.dynamics import inverse_dynamics
-from delta_dynamics.kinematics import workspace_centre
-from delta_dynamics.model import DeltaModel
-from delta_dynamics.mujoco_model.mjcf import mjcf_xml
-from delta_dynamics.mujoco_model.plant import MujocoPlant
+from delta_core.robot_file import load_robot
+from delta_dynamics.algorithms import inverse_dynamics, workspace_centre
+from delta_dynamics.kinds import model_for
+from delta_dynamics.reference.mujoco_model.mjcf import mjcf_xml
+from delta_dynamics.reference.mujoco_model.plant import MujocoPlant
 
-robot = sys.argv[1] if len(sys.argv) > 1 else "nt_robot"
-print(f"MJCF of {robot}: {len(mjcf_xml(robot).splitlines())} lines")
-X0 = workspace_centre(DeltaModel.from_robot(robot))
-tau = inverse_dynamics(DeltaModel.from_robot(robot), X0, [0, 0, 0], [0, 0, 0], friction=False)
+robot = load_robot(sys.argv[1] if len(sys.argv) > 1 else "nt_robot")      # read once, at the edge
+print(f"MJCF of {robot.name}: {len(mjcf_xml(robot).splitlines())} lines")
+model = model_for(robot)
+X0 = workspace_centre(model)
+tau = inverse_dynamics(model, X0, [0, 0, 0], [0, 0, 0], friction=False)
 plant = MujocoPlant(robot, friction=False)
 plant.place_platform(X0)
 for k in range(1000):                                   # 1 s at 1 kHz

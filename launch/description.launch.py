@@ -203,7 +203,7 @@ def description_nodes(context, robot_path, ros2_control, use_sim_time=False):
         config = LaunchConfiguration('rviz_config').perform(context).strip()
         if not config:                      # the view of the robot's kind
             from delta_core.robot_file import load_robot
-            linear = load_robot(robot_path).type == 'prismatic'
+            linear = load_robot(robot_path).type == 'linear'
             config = share_path('config', 'delta_linear.rviz' if linear else 'delta.rviz')
         actions.append(Node(
             package='rviz2', executable='rviz2', name='rviz2', namespace=ns, output='log', parameters=[sim],

@@ -1,5 +1,6 @@
 """The robot interface: the free functions of delta_dynamics.algorithms over either kind of model,
-the kind table cached on the model class, and model_for as the one builder that reads `type`."""
+the kind table cached on the model class, model_for as the one builder that reads `type`, and
+the kinds as plug-ins of one registry."""
 import importlib
 import sys
 import types
@@ -7,10 +8,11 @@ import types
 import numpy as np
 import pytest
 
+from delta_core.plugins import PluginError
 from delta_dynamics import algorithms as alg
 from delta_dynamics.kinds import INTERFACE, KINDS, Kind, KindTable, joint_units, model_for, table
-from delta_dynamics.model import DeltaModel
-from delta_dynamics.prismatic.model import PrismaticDeltaModel
+from delta_dynamics.linear.model import LinearModel
+from delta_dynamics.rotary.model import RotaryModel
 
 ROBOTS = ("nt_robot", "colombo2020")
 
@@ -21,51 +23,60 @@ def model(request):
 
 
 def test_model_for_builds_the_kind_the_robot_file_names():
-    assert type(model_for("nt_robot")) is DeltaModel and model_for("nt_robot").kind == "rotary"
-    assert type(model_for("colombo2020")) is PrismaticDeltaModel and model_for("colombo2020").kind == "prismatic"
+    assert type(model_for("nt_robot")) is RotaryModel and model_for("nt_robot").kind == "rotary"
+    assert type(model_for("colombo2020")) is LinearModel and model_for("colombo2020").kind == "linear"
     assert model_for("linear_delta_xl", friction=False).viscous == (0.0, 0.0, 0.0)
 
 
+def test_the_kinds_are_plugins_of_one_registry_with_the_same_modules():
+    assert KINDS.names() == ("rotary", "linear")
+    for kind in KINDS.names():
+        k = KINDS.get(kind)
+        assert isinstance(k, Kind) and k.name == kind and k.package == f"delta_dynamics.{kind}"
+        for module in ("model", "kinematics", "dynamics", "simulate", "identification", "demo"):
+            importlib.import_module(f"{k.package}.{module}")
+
+
 def test_the_table_is_cached_on_the_model_class_after_first_use():
-    for cls, kind in ((DeltaModel, "rotary"), (PrismaticDeltaModel, "prismatic")):
+    for cls, kind in ((RotaryModel, "rotary"), (LinearModel, "linear")):
         m = model_for("nt_robot" if kind == "rotary" else "colombo2020")
         t = m.ops
         assert isinstance(t, KindTable) and t.kind.name == kind
         assert cls.__dict__["ops"] is t is table(kind)            # a plain class attribute now
-        assert m.ops.inverse_dynamics.__module__ == f"{KINDS[kind].package}.dynamics"
+        assert m.ops.inverse_dynamics.__module__ == f"{KINDS.get(kind).package}.dynamics"
 
 
 def test_every_kind_implements_the_whole_interface():
-    for kind in KINDS:
+    for kind in KINDS.names():
         t = table(kind)
         for module, names in INTERFACE.items():
             for name in names:
                 fn = getattr(t, name)
-                mod = importlib.import_module(f"{KINDS[kind].package}.{module}")
-                # found in the kind's module (shared ones, as the integrators over the steps, too)
+                mod = importlib.import_module(f"{KINDS.get(kind).package}.{module}")
                 assert callable(fn) and getattr(mod, name) is fn, (kind, name)
                 assert hasattr(alg, name), name                   # ... and algorithms forwards it
         assert len(t.parameter_names) == 14
+        assert callable(t.parameter_set) and callable(t.physical_from_lumped) and callable(t.demo)
 
 
 def test_a_kind_missing_a_function_is_refused_by_name(monkeypatch):
     pkg = "fake_delta_kind"
-    for name in ("kinematics", "dynamics", "simulate"):
+    for name in ("kinematics", "dynamics", "simulate", "model"):
         mod = types.ModuleType(f"{pkg}.{name}")
-        src = importlib.import_module(f"delta_dynamics.prismatic.{name}")
-        for fn in INTERFACE[name]:
+        src = importlib.import_module(f"delta_dynamics.linear.{name}")
+        for fn in INTERFACE.get(name, ()):
             setattr(mod, fn, getattr(src, fn))
         monkeypatch.setitem(sys.modules, f"{pkg}.{name}", mod)
     del sys.modules[f"{pkg}.dynamics"].regressor
-    kind = Kind("fake", KINDS["prismatic"].model, KINDS["prismatic"].parameters, pkg, "x:y", "x:y", "x:y")
+    kind = Kind("fake", pkg, "LinearModel", "LinearParameters")
     with pytest.raises(TypeError, match=r"robot kind 'fake' does not implement fake_delta_kind\.dynamics\.regressor"):
         KindTable(kind)
-    with pytest.raises(ValueError, match="unknown robot kind 'spherical': one of rotary, prismatic"):
+    with pytest.raises(PluginError, match="unknown robot kind 'spherical' \\(known: rotary, linear\\)"):
         table("spherical")
 
 
 def test_algorithms_give_exactly_what_the_kinds_modules_give(model):
-    pkg = KINDS[model.kind].package
+    pkg = KINDS.get(model.kind).package
     kin = importlib.import_module(f"{pkg}.kinematics")
     dyn = importlib.import_module(f"{pkg}.dynamics")
     sim = importlib.import_module(f"{pkg}.simulate")

@@ -14,13 +14,13 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import (JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory,
                                  MultiDOFJointTrajectoryPoint)
 
-from delta_dynamics.kinematics import forward_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import TOLERATE_PAUSES, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
 ARMS = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
-MODEL = DeltaModel.from_robot("nt_robot")
+MODEL = RotaryModel.from_robot("nt_robot")
 
 
 def test_the_composed_stack_moves_the_robot_and_shuts_down_cleanly(tmp_path):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from canopen_helpers import Frames, drives_on, sim_on, unique_channel, wait_until
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.model import RotaryModel
 from delta_hardware import cia402
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.canopen.backend import CanopenDriveSet
@@ -22,7 +22,7 @@ from delta_hardware.drives.simulated import SimulatedDriveSet
 from delta_hardware.trajectory_plan import Setpoint, build_plan
 
 DT = 0.002
-MODEL = DeltaModel.from_robot("nt_robot")
+MODEL = RotaryModel.from_robot("nt_robot")
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from canopen_helpers import multicast_channel, unique_channel, wait_until
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.model import RotaryModel
 from delta_hardware.canopen.backend import CanopenDriveSet
 from delta_hardware.canopen.bus import open_bus, receive_stats
 from delta_hardware.control_loop import ControlLoop, LoopConfig
@@ -34,7 +34,7 @@ from drives_emulator import EmulatedDrives, send_foreign_datagram
 from drives_emulator import cia402 as sm
 
 DT = 0.002
-MODEL = DeltaModel.from_robot("nt_robot")
+MODEL = RotaryModel.from_robot("nt_robot")
 #: SDO answers and TPDOs may take 0.5 s, a heartbeat 1 s, a stall 1 s: a loaded machine
 #: does not trip them (the tests that are about them set their own)
 LENIENT = {"timing": {"tpdo_timeout": 0.5, "sdo_timeout": 0.5, "max_stall": 1.0}, "heartbeat": {"timeout_ms": 1300}}

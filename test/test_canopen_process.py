@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from canopen_helpers import SimProcess, multicast_channel, wait_until
-from delta_dynamics.dynamics import joint_state
-from delta_dynamics.kinematics import inverse_kinematics
-from delta_dynamics.model import DeltaModel
-from delta_dynamics.trajectories import pick_place
+from delta_dynamics.rotary.dynamics import joint_state
+from delta_dynamics.rotary.kinematics import inverse_kinematics
+from delta_dynamics.rotary.model import RotaryModel
+from delta_dynamics.motion.trajectories import pick_place
 from delta_hardware.canopen.backend import CanopenDriveSet
 from delta_hardware.cia402 import State
 from delta_hardware.control_loop import ControlLoop, LoopConfig
@@ -32,7 +32,7 @@ from delta_hardware.trajectory_plan import build_plan
 pytest.importorskip("msgpack", reason="python-can's udp_multicast needs msgpack (python-can[multicast])")
 
 DT = 0.002
-MODEL = DeltaModel.from_robot("nt_robot")
+MODEL = RotaryModel.from_robot("nt_robot")
 START = (-0.1525, 0.0, -0.78)
 
 

@@ -97,14 +97,14 @@ def test_forward_fixed_step_methods(tmp_path, capsys, method):
 
 
 def test_inverse_output_columns_and_values(tmp_path, capsys):
-    from delta_dynamics.dynamics import inverse_dynamics, joint_state
-    from delta_dynamics.model import DeltaModel
+    from delta_dynamics.rotary.dynamics import inverse_dynamics, joint_state
+    from delta_dynamics.rotary.model import RotaryModel
     traj, tq = tmp_path / "traj.csv", tmp_path / "tq.csv"
     assert run(capsys, "trajectory", "lissajous", "--out", traj, "--depth", -0.8)[0] == 0
     code, out, err = run(capsys, "inverse", "--robot", "d3s800", "--trajectory", traj, "--out", tq)
     assert code == 0, err
     assert tq.read_text().splitlines()[0] == "t,q1,q2,q3,qd1,qd2,qd3,qdd1,qdd2,qdd3,tau1,tau2,tau3"
-    m = DeltaModel.from_robot("d3s800")
+    m = RotaryModel.from_robot("d3s800")
     tr = read_trajectory(traj).trajectory
     jd = read_joint_data(tq)
     q, qd, qdd = joint_state(m, tr.X, tr.Xd, tr.Xdd)

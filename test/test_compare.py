@@ -11,7 +11,7 @@ from delta_core.robot_file import load_robot, parse_robot
 from delta_dynamics import compare as cmp
 from delta_dynamics.compare import (ModelUnavailable, compare, explicit_torques, model_function,
                                     parse_model_list, register_model)
-from delta_dynamics.trajectories import circle, ellipse, pick_place
+from delta_dynamics.motion.trajectories import circle, ellipse, pick_place
 
 from test_cli import assert_fails, run
 
@@ -19,7 +19,7 @@ from test_cli import assert_fails, run
 @pytest.fixture
 def registry(monkeypatch):
     """A private copy of the registry for tests that plug models in."""
-    monkeypatch.setattr(cmp, "MODELS", dict(cmp.MODELS))
+    monkeypatch.setattr(cmp, "MODELS", cmp.MODELS.copy())
     return cmp.MODELS
 
 
@@ -117,10 +117,10 @@ def test_compare_command_errors(tmp_path, capsys):
     assert not png.exists()
 
 
-@pytest.mark.parametrize("name, module", [("multibody", "delta_dynamics.multibody.reactions"),
-                                          ("mujoco", "delta_dynamics.mujoco_model.inverse")])
+@pytest.mark.parametrize("name, module", [("multibody", "delta_dynamics.reference.multibody.reactions"),
+                                          ("mujoco", "delta_dynamics.reference.mujoco_model.inverse")])
 def test_the_other_full_body_models_agree_with_staicu_where_installed(name, module):
-    """multibody and mujoco treat the same bodies (delta_dynamics.bodies) as Staicu's model:
+    """multibody and mujoco treat the same bodies (delta_dynamics.reference.bodies) as Staicu's model:
     where their packages are installed they agree with it (thick bars with Iyy = Izz and a
     large moment about their own axis, heavy blocks; the blocks' own moments nearly 0, which
     the three models treat differently); where not, the error says why."""

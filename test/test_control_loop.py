@@ -3,8 +3,8 @@ validation, watchdog, limits, faults and emergency stop on the simulated drives.
 import numpy as np
 import pytest
 
-from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics, inverse_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from delta_hardware.control_loop import ControlLoop, LoopConfig
 from delta_hardware.drives import DriveError, DriveState
 from delta_hardware.drives.simulated import SimulatedDriveSet
@@ -16,7 +16,7 @@ DT = 0.002
 
 @pytest.fixture
 def rig():
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot", torque_noise=0.02, seed=1)
     loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, feedforward="model"))
     loop.activate()
@@ -46,7 +46,7 @@ def test_follows_a_trajectory_with_model_feedforward(rig):
 
 
 def test_pd_only_tracks_worse_than_with_feedforward():
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     errs = {}
     for ff in ("none", "model"):
         drives = SimulatedDriveSet("nt_robot", seed=1)
@@ -100,11 +100,11 @@ def test_every_bad_trajectory_is_rejected_with_its_reason(rig):
 
 
 def test_torque_demand_beyond_the_limits_is_rejected():
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     cur = Setpoint.hold([0.0, 0.0, 0.0])
     # within velocity/acceleration limits of a weak variant, but not its torque limits
     r = model.robot
-    weak = DeltaModel(r.replace(limits=r.limits.__class__(**{**r.limits.__dict__, "torque": (5.0, 5.0, 5.0)})))
+    weak = RotaryModel(r.replace(limits=r.limits.__class__(**{**r.limits.__dict__, "torque": (5.0, 5.0, 5.0)})))
     with pytest.raises(TrajectoryRejected, match="needs .* N m, more than its torque limit 5"):
         build_plan(weak, 0.0, cur, 0.0, [1.0], [[0.3, 0.3, 0.3]])
 
@@ -168,7 +168,7 @@ def test_drive_fault_quick_stops_and_names_the_axis(rig):
 
 def test_limits_trip_a_quick_stop():
     """A joint driven past its limits while running (here by a streamed effort) quick-stops."""
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot")
     loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, command_timeout=5.0, kp=(0, 0, 0), kd=(0, 0, 0),
                                                  feedforward="none"))
@@ -186,7 +186,7 @@ def test_limits_trip_a_quick_stop():
 def test_outside_the_limits_only_a_slow_way_back_is_accepted():
     """Started (or reset) with a joint outside its limits: no quick stop, a notice; a plan
     further out or too fast is rejected; a slow plan back is executed, then full speed again."""
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot")
     q0 = np.array([model.q_hi[0] + 0.08, 0.5, 0.5])
     drives.set_joint_positions(q0)
@@ -211,7 +211,7 @@ def test_outside_the_limits_only_a_slow_way_back_is_accepted():
 
 
 def test_position_mode_drives_follow_too():
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot", mode="position")
     loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, feedforward="model"))
     loop.activate()
@@ -262,7 +262,7 @@ def test_the_loop_thread_keeps_its_rate_across_a_backwards_step_of_the_stamp_clo
     import time
 
     from delta_hardware.loop_thread import LoopThread
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot", seed=1)
     loop = ControlLoop(model, drives, LoopConfig(rate=200.0, feedforward="none"))
     loop.activate()
@@ -305,7 +305,7 @@ def test_a_late_cycle_holds_the_previous_torque_and_never_runs_away(gap):
     the torque computed before the gap, the loop then reads fresh feedback. Computing the
     torque from the stale feedback and integrating it over the gap drove a joint to
     7.8 rad/s (100 ms) and 19.4 rad/s (150 ms), and out of the workspace at 200 ms."""
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot", seed=1)
     loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, feedforward="model", max_stall=0.25))
     loop.activate()
@@ -334,7 +334,7 @@ def test_a_late_cycle_holds_the_previous_torque_and_never_runs_away(gap):
 def test_streamed_commands_are_followed_within_the_velocity_limits():
     """Steps of 0.09 rad every 5 ms ask for 18 rad/s (the limit is 8): the setpoint follows
     them at the limits, the robot never trips the overspeed guard."""
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot", seed=1)
     loop = ControlLoop(model, drives, LoopConfig(rate=1000.0, feedforward="model", command_timeout=0.5))
     loop.activate()
@@ -379,7 +379,7 @@ def test_an_exception_in_the_loop_thread_quick_stops_and_is_reported():
     import threading
 
     from delta_hardware.loop_thread import SimTimeLoopThread
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot")
     loop = ControlLoop(model, drives, LoopConfig(rate=500.0, feedforward="model"))
     loop.activate()
@@ -405,7 +405,7 @@ def test_an_exception_in_the_loop_thread_quick_stops_and_is_reported():
 
 def test_simulated_time_advances_exactly_one_period_per_cycle_and_pauses_on_request():
     from delta_hardware.loop_thread import SimTimeLoopThread
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     drives = SimulatedDriveSet("nt_robot")
     loop = ControlLoop(model, drives, LoopConfig(rate=500.0, feedforward="model"))
     loop.activate()

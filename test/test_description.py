@@ -25,8 +25,8 @@ from delta_description.passive_joints import full_joint_state, movable_joint_nam
 from delta_core.robot_file import RobotFileError, list_presets, load_robot
 from delta_description.urdf_model import KinematicTree, axis_angle_matrix, parse_urdf, rpy_matrix
 from delta_description.xacro_urdf import DescriptionError, robot_description, xacro_path
-from delta_dynamics.kinematics import elbow_positions, forward_kinematics, UnreachableError
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import passive_origins, forward_kinematics, UnreachableError
+from delta_dynamics.rotary.model import RotaryModel
 
 ROOT = Path(__file__).resolve().parents[1]
 # the rotary presets (the linear ones: test_linear_description.py)
@@ -212,7 +212,7 @@ def random_closed_poses(model, n, seed):
             X = forward_kinematics(model, q)
         except UnreachableError:
             continue
-        if X[2] < elbow_positions(model, q)[:, 2].min():
+        if X[2] < passive_origins(model, q)[:, 2].min():
             out.append((q, X))
     return out
 
@@ -223,7 +223,7 @@ def test_closed_chain_consistency(custom_file):
     for name in robots(custom_file):
         robot = load_robot(name)
         g = robot.geometry
-        model = DeltaModel(robot)
+        model = RotaryModel(robot)
         tree = KinematicTree(urdf_of(name))
         for q, X in random_closed_poses(model, 25, seed=7):
             state = full_joint_state(model, q)
@@ -231,7 +231,7 @@ def test_closed_chain_consistency(custom_file):
             assert np.abs(P["platform_link"][:3, 3] - X).max() < 1e-6
             assert P["platform_link"][:3, :3] == pytest.approx(np.eye(3), abs=1e-12)   # it only translates
             assert P["tool0"][:3, 2] == pytest.approx([0, 0, -1], abs=1e-12)           # flange z down
-            C = elbow_positions(model, q)
+            C = passive_origins(model, q)
             for k in range(3):
                 u_k, t_k = frame_vectors(robot, k)
                 arm_end = P[f"upper_arm_{k + 1}_link"] @ [g.upper_arm_length, 0, 0, 1]
@@ -246,7 +246,7 @@ def test_closed_chain_consistency(custom_file):
 
 def test_passive_values_stay_inside_their_urdf_limits():
     robot = load_robot("nt_robot")
-    model = DeltaModel(robot)
+    model = RotaryModel(robot)
     u = KinematicTree(urdf_of("nt_robot")).urdf
     for q, _ in random_closed_poses(model, 40, seed=11):
         for name, v in full_joint_state(model, q).as_dict().items():
@@ -295,7 +295,7 @@ def test_ros2_control_blocks():
                            "effort": {"min": -robot.limits.torque[k], "max": robot.limits.torque[k]}}
             assert sorted(s.get("name") for s in j.findall("state_interface")) == ["effort", "position", "velocity"]
             init = float(j.find("state_interface[@name='position']/param[@name='initial_value']").text)
-            forward_kinematics(DeltaModel(robot), [init] * 3)      # the home pose exists
+            forward_kinematics(RotaryModel(robot), [init] * 3)      # the home pose exists
     legacy = robot_description("nt_robot", "topic", topic_plugin="topic_based_ros2_control/TopicBasedSystem",
                                command_interfaces="position")
     blk = ET.fromstring(legacy).find("ros2_control")
@@ -415,7 +415,7 @@ def test_render_draws_the_urdf(tmp_path):
     from delta_description.render import default_poses, render_poses, scene_polygons
 
     robot = load_robot("nt_robot")
-    model = DeltaModel(robot)
+    model = RotaryModel(robot)
     tree = KinematicTree(urdf_of("nt_robot"))
     q = default_poses(robot)[1]
     state = full_joint_state(model, q)

@@ -11,14 +11,14 @@ from delta_description.passive_joints import (expand_joint_state, forearm_joint_
 from delta_core.robot_file import list_presets, load_robot
 from delta_description.urdf_model import KinematicTree
 from delta_description.xacro_urdf import robot_description
-from delta_dynamics.kinematics import (UnreachableError, forward_kinematics, inverse_kinematics,
-                                       passive_angles, sample_workspace)
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import (UnreachableError, forward_kinematics, inverse_kinematics,
+                                              passive_angles, sample_workspace)
+from delta_dynamics.rotary.model import RotaryModel
 
 
 @pytest.fixture(scope="module", params=[p for p in list_presets() if load_robot(p).type == "rotary"])
 def model(request):
-    return DeltaModel.from_robot(request.param)
+    return RotaryModel.from_robot(request.param)
 
 
 def test_names():
@@ -53,7 +53,7 @@ def test_expand_rejects_incomplete_messages(model):
 
 def test_unreachable_arm_angles_raise():
     with pytest.raises(UnreachableError):
-        full_joint_state(DeltaModel.from_robot("nt_robot"), [0.0, 0.0, 3.14])   # the forearms cannot meet
+        full_joint_state(RotaryModel.from_robot("nt_robot"), [0.0, 0.0, 3.14])   # the forearms cannot meet
 
 
 def test_forearm_angles_match_kinematics_passive_angles(model):
@@ -83,7 +83,7 @@ def test_velocities_are_the_time_derivative_of_the_positions(model):
 
 def test_order_is_movable_joint_names():
     robot = load_robot("nt_robot")
-    s = full_joint_state(DeltaModel(robot), [0.4, 0.4, 0.4])
+    s = full_joint_state(RotaryModel(robot), [0.4, 0.4, 0.4])
     assert s.names == movable_joint_names(robot)
     # symmetric pose: the platform is on the axis, the three chains' angles are equal
     d = s.as_dict()

@@ -4,33 +4,27 @@ forward(inverse) round trips, the regressor and the joint-space (Kim) form."""
 import numpy as np
 import pytest
 
-from delta_dynamics.dynamics import (cartesian_state, coriolis_matrix, energy, forward_dynamics,
-                                     friction_torque, gravity_vector, inverse_dynamics,
-                                     inverse_dynamics_joint, joint_state, mass_matrix, regressor,
-                                     regressor_joint)
-from delta_dynamics.joint_space import kim_matrices, kim_parameters, kim_regressor, kim_torque
-from delta_dynamics.kinematics import (UnreachableError, forward_kinematics, jacobian,
-                                       sample_workspace)
-from delta_dynamics.model import DeltaModel, DynamicParameters, forearm_point_masses
-from delta_dynamics.simulate import simulate_adaptive, simulate_fixed, step
-from delta_dynamics.trajectories import circle, pick_place
+from delta_dynamics.rotary.dynamics import (cartesian_state, energy, forward_dynamics, inverse_dynamics,
+                                            inverse_dynamics_joint, joint_state, regressor, regressor_joint)
+from delta_dynamics.reference.kim import kim_matrices, kim_parameters, kim_regressor, kim_torque
+from delta_dynamics.rotary.kinematics import UnreachableError, forward_kinematics, sample_workspace
+from delta_dynamics.rotary.model import RotaryModel, RotaryParameters, forearm_point_masses
+from delta_dynamics.algorithms import simulate_adaptive, simulate_fixed
+from delta_dynamics.rotary.simulate import step
+from delta_dynamics.motion.trajectories import circle, pick_place
+
+from model_checks import (assert_equation_of_motion, assert_single_sample_path_matches_the_batch_path, d_dt,
+                          lagrange_efforts, lagrangian, multisine)
 
 PRESETS = ["nt_robot", "d3s800"]
-
-# 6th-order central difference weights for the first derivative
-_D1 = (np.array([-1, 9, -45, 0, 45, -9, 1]) / 60.0, np.arange(-3, 4))
-
-
-def d_dt(f, t, h):
-    return sum(w * f(t + k * h) for w, k in zip(*_D1)) / h
 
 
 @pytest.fixture(scope="module", params=PRESETS)
 def model(request):
-    m = DeltaModel.from_robot(request.param)
+    m = RotaryModel.from_robot(request.param)
     # a payload and unequal arms make the checks stricter than the symmetric preset
     p = m.params
-    return m.with_parameters(DynamicParameters(
+    return m.with_parameters(RotaryParameters(
         m_x=p.m_x + 0.7, m_k=p.m_k, arm_inertia=(p.arm_inertia[0], 1.1 * p.arm_inertia[1], 0.9 * p.arm_inertia[2]),
         arm_moment=(p.arm_moment[0], 0.8 * p.arm_moment[1], 1.2 * p.arm_moment[2]),
         viscous=p.viscous, coulomb=p.coulomb, static=p.static,
@@ -39,21 +33,7 @@ def model(request):
 
 def joint_path(model, seed):
     """A smooth joint-space path q(t) around the home pose (multi-sine)."""
-    rng = np.random.default_rng(seed)
-    q0 = np.full(3, 0.5 * (model.q_lo[0] + model.q_hi[0]) * 0.6)
-    amp = rng.uniform(0.05, 0.2, size=(3, 3))
-    w = rng.uniform(1.0, 6.0, size=(3, 3))
-    ph = rng.uniform(0, 2 * np.pi, size=(3, 3))
-
-    def q(t):
-        return q0 + (amp * np.sin(w * t + ph)).sum(axis=1)
-
-    def qd(t):
-        return (amp * w * np.cos(w * t + ph)).sum(axis=1)
-
-    def qdd(t):
-        return -(amp * w * w * np.sin(w * t + ph)).sum(axis=1)
-    return q, qd, qdd
+    return multisine(np.full(3, 0.5 * (model.q_lo[0] + model.q_hi[0]) * 0.6), (0.05, 0.2), seed)
 
 
 def cart_path(model, seed):
@@ -98,28 +78,13 @@ def test_power_balance_on_the_paper_trajectories(model):
         assert np.abs(dE[:, 0] - dE[:, 1]).max() <= 1e-8 * scale
 
 
-def lagrangian(m, q, qd):
-    X, Xd, _ = cartesian_state(m, q, qd)
-    T, U = energy(m, X, Xd)
-    return T - U
-
-
 def test_every_torque_obeys_lagrange_equations(model):
     """tau_i = d/dt dL/dq_dot_i - dL/dq_i, with L = T - U of the model's own energy."""
     mf = model.without_friction()
-    eye = np.eye(3)
     for seed in (10, 11, 12):
         q, qd, qdd = joint_path(model, seed)
-
-        def p(t):                                   # dL/dq_dot (L is quadratic in q_dot)
-            hv = 1e-3
-            return np.array([(lagrangian(mf, q(t), qd(t) + hv * eye[i])
-                              - lagrangian(mf, q(t), qd(t) - hv * eye[i])) / (2 * hv) for i in range(3)])
         for t in np.linspace(0.1, 1.9, 7):
-            hq = 1e-5
-            dLdq = np.array([(lagrangian(mf, q(t) + hq * eye[i], qd(t))
-                              - lagrangian(mf, q(t) - hq * eye[i], qd(t))) / (2 * hq) for i in range(3)])
-            tau_lagrange = d_dt(p, t, 1e-3) - dLdq
+            tau_lagrange = lagrange_efforts(lagrangian(mf), q, qd, t)
             tau = inverse_dynamics_joint(mf, q(t), qd(t), qdd(t))
             np.testing.assert_allclose(tau, tau_lagrange, rtol=1e-6, atol=1e-6 * np.abs(tau).max())
 
@@ -140,7 +105,7 @@ def test_static_torques_are_the_gradient_of_the_potential(model):
 
 
 def test_torques_are_equal_at_the_centre():
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     for z in (-0.65, -0.75, -0.95):
         for acc in ([0, 0, 0], [0, 0, 3.0], [0, 0, -9.0]):
             tau = inverse_dynamics(m, [0, 0, z], [0, 0, 0.2], acc)
@@ -154,17 +119,7 @@ def test_equation_39_holds_with_M_C_G(model):
     rng = np.random.default_rng(3)
     X = sample_workspace(model, 30, seed=31)
     V, A, F = rng.normal(size=(3, 30, 3))
-    tau = inverse_dynamics(model, X, V, A, F_P=F)
-    q, qd, _ = joint_state(model, X, V)
-    M, C, G, J = mass_matrix(model, X), coriolis_matrix(model, X, V), gravity_vector(model, X), jacobian(model, X)
-    lhs = np.einsum("nab,nb->na", M, A) + np.einsum("nab,nb->na", C, V) + G - F
-    rhs = np.einsum("nia,ni->na", J, tau - friction_torque(model, qd))
-    np.testing.assert_allclose(lhs, rhs, atol=1e-9 * np.abs(rhs).max())
-    np.testing.assert_allclose(M, np.swapaxes(M, 1, 2), atol=1e-12)
-    assert (np.linalg.eigvalsh(M) > 0).all()
-    # the kinetic energy is 1/2 X_d^T M X_d
-    T = energy(model, X, V)[0]
-    np.testing.assert_allclose(T, 0.5 * np.einsum("na,nab,nb->n", V, M, V), rtol=1e-12)
+    assert_equation_of_motion(model, X, V, A, F)
 
 
 def test_forward_dynamics_inverts_inverse_dynamics(model):
@@ -177,12 +132,7 @@ def test_forward_dynamics_inverts_inverse_dynamics(model):
 
 
 def test_single_sample_path_matches_the_batch_path(model):
-    rng = np.random.default_rng(5)
-    X = sample_workspace(model, 10000, seed=51)        # more than one chunk of the batch path
-    V, A = rng.normal(size=(2, 10000, 3))
-    tb = inverse_dynamics(model, X, V, A)
-    for k in (0, 4095, 4096, 9999):
-        np.testing.assert_allclose(inverse_dynamics(model, X[k], V[k], A[k]), tb[k], rtol=1e-13, atol=1e-12)
+    assert_single_sample_path_matches_the_batch_path(model)
 
 
 def test_regressor_reproduces_the_torques(model):
@@ -198,7 +148,7 @@ def test_regressor_reproduces_the_torques(model):
     p = model.params
     pis = np.concatenate((pi, np.array(p.static)))
     np.testing.assert_allclose(np.einsum("nik,k->ni", Ys, pis), inverse_dynamics(model, X, V, A), atol=1e-10)
-    no_stribeck = model.with_parameters(DynamicParameters.from_vector(pi, smoothing_velocity=p.smoothing_velocity))
+    no_stribeck = model.with_parameters(RotaryParameters.from_vector(pi, smoothing_velocity=p.smoothing_velocity))
     np.testing.assert_allclose(np.einsum("nik,k->ni", Y, pi), inverse_dynamics(no_stribeck, X, V, A), atol=1e-10)
     q, qd, qdd = joint_state(model, X, V, A)
     np.testing.assert_allclose(regressor_joint(model, q, qd, qdd), Y, atol=1e-9)
@@ -211,7 +161,7 @@ def test_kim_joint_space_form(model):
     V, A = rng.normal(size=(2, 20, 3))
     q, qd, qdd = joint_state(model, X, V, A)
     p = kim_parameters(model)
-    lumped = model.with_parameters(DynamicParameters(
+    lumped = model.with_parameters(RotaryParameters(
         m_x=p[0], m_k=0.0, arm_inertia=tuple(p[2:5]), arm_moment=(p[1] / model.g,) * 3,
         viscous=tuple(p[5:8]), coulomb=tuple(p[8:11]), static=tuple(p[8:11]),
         stribeck_velocity=1.0, smoothing_velocity=0.0))
@@ -233,7 +183,7 @@ def test_forearm_point_masses_are_dynamically_equivalent():
 
 
 def test_forward_of_inverse_reproduces_the_trajectory():
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     tr = pick_place(start=(-0.1525, 0.0, -0.8), dt=1e-3)
     ts = tr.t[:800]
     # friction-free torques are smooth: the cubic spline through the 1 kHz samples is exact
@@ -257,7 +207,7 @@ def test_forward_of_inverse_reproduces_the_trajectory():
 
 
 def test_fixed_step_holds_still_and_dissipates():
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     X0 = (0.05, -0.03, -0.8)
     hold = inverse_dynamics(m, X0, [0, 0, 0], [0, 0, 0], friction=False)
     X, V = X0, (0.0, 0.0, 0.0)
@@ -282,7 +232,7 @@ def test_fixed_step_lets_a_joint_pass_through_rest_while_the_others_move_fast():
     down (the demo's excitation at t = 12.9 s). The 1 kHz semi-implicit step held joint 2
     at rest (its velocity-product drift balanced by the stiff linearised friction: 0.2 mrad
     moved instead of 8) until the torque reached 18 N m; now it follows RK4 at 50 us."""
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     X, V, _ = cartesian_state(m, np.array([0.28, 1.4245, -0.11]), np.array([2.85, 0.0, 2.22]))
     tau = (-0.8, -8.0, -4.8)
     ends = {}
@@ -298,7 +248,7 @@ def test_fixed_step_lets_a_joint_pass_through_rest_while_the_others_move_fast():
 
 
 def test_bad_inputs_raise_clear_errors():
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     with pytest.raises(ValueError, match="platform velocity must be finite"):
         inverse_dynamics(m, [0, 0, -0.8], [np.nan, 0, 0], [0, 0, 0])
     with pytest.raises(ValueError, match="shape"):

@@ -12,8 +12,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from delta_core.robot_file import resolve_robot_path
-from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.dynamics import cartesian_state, inverse_dynamics
+from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import NodeProcess, RosClient, run_node
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(60)]
@@ -25,7 +25,7 @@ Q, QD, QDD = [0.40, 0.52, 0.31], [0.3, -0.2, 0.5], [2.0, -1.5, 0.7]
 
 
 def expected_tau(robot, q=Q, qd=QD, qdd=QDD):
-    m = DeltaModel.from_robot(robot)
+    m = RotaryModel.from_robot(robot)
     return inverse_dynamics(m, *cartesian_state(m, q, qd, qdd))
 
 
@@ -152,7 +152,7 @@ def test_invalid_robot_parameter_is_rejected_with_a_reason(node, tmp_path):
 
 
 def test_a_robot_file_of_the_other_kind_or_a_special_file_is_refused(node, tmp_path):
-    """A linear Delta's file for a rotary robot's feedforward (it was taken: the prismatic model
+    """A linear Delta's file for a rotary robot's feedforward (it was taken: the linear model
     then computed forces for carriages that are not there); a FIFO (the executor blocked in
     open forever) and a symlink loop (it said 'not found'): refused by name, the answer comes,
     the old model stays."""
@@ -161,7 +161,7 @@ def test_a_robot_file_of_the_other_kind_or_a_special_file_is_refused(node, tmp_p
     os.mkfifo(tmp_path / "fifo.yaml")
     os.symlink("loop.yaml", tmp_path / "loop.yaml")
     for value, reason in [
-            ("colombo2020", "is a prismatic Delta, but the robot driven (nt_robot) is a rotary one"),
+            ("colombo2020", "is a linear Delta, but the robot driven (nt_robot) is a rotary one"),
             (str(tmp_path / "fifo.yaml"), "fifo.yaml: a FIFO (named pipe), not a robot file"),
             (str(tmp_path / "loop.yaml"), "loop.yaml: a symlink loop"),
             (str(tmp_path), "a directory, not a robot file")]:

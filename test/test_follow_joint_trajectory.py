@@ -26,11 +26,11 @@ pytestmark = pytest.mark.ros
 
 from delta_core.robot_file import load_robot
 from delta_description.moveit_config import joint_limits
-from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics, inverse_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import ARMS, SIM_TIME, HardwareProbe, NodeProcess, RosClient
 
-MODEL = DeltaModel.from_robot("nt_robot")
+MODEL = RotaryModel.from_robot("nt_robot")
 PLATFORM = ["platform_x", "platform_y", "platform_z"]
 Result = FollowJointTrajectory.Result
 NS = "/r1"

@@ -15,12 +15,12 @@ import pytest
 from rclpy.qos import QoSProfile
 from std_srvs.srv import Trigger
 
-from delta_dynamics.kinematics import forward_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import ARMS, SIM_TIME, HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
-MODEL = DeltaModel.from_robot("nt_robot")
+MODEL = RotaryModel.from_robot("nt_robot")
 #: what a quiet run never prints
 NOISE = re.compile(r"\[WARN\]|\[ERROR\]|\[FATAL\]|Traceback|[Ee]xception|never retrieved|leaked")
 

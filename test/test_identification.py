@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from delta_core.robot_file import load_robot
-from delta_dynamics.joint_space import kim_parameters
-from delta_dynamics.model import PARAMETER_NAMES, DeltaModel, DynamicParameters
+from delta_dynamics.reference.kim import kim_parameters
+from delta_dynamics.rotary.model import PARAMETER_NAMES, RotaryModel, RotaryParameters
 from delta_dynamics.identification import IdentificationError
 from delta_dynamics.identification import data as D
 from delta_dynamics.identification import estimators as E
@@ -22,7 +22,8 @@ from delta_dynamics.identification import robot_update as RU
 from delta_dynamics.identification import synthetic
 from delta_dynamics.identification.excitation import FourierTrajectory
 from delta_dynamics.identification.pso import pso, subsample_rows
-from delta_dynamics.identification.regressors import base_parameters, parameter_set
+from delta_dynamics.identification.regressors import base_parameters
+from delta_dynamics.rotary.identification import parameter_set, physical_from_lumped
 
 # `delta-identify excite --robot nt_robot --period 5 --harmonics 5` (seed 0, one start), rounded
 EXCITE = dict(period=5.0, q0=[0.594183, 0.48381, 0.593459],
@@ -49,7 +50,7 @@ def fourier(d):
 
 @pytest.fixture(scope="module")
 def model():
-    return DeltaModel.from_robot("nt_robot")
+    return RotaryModel.from_robot("nt_robot")
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +143,7 @@ def test_rank_deficient_data_name_the_parameters(model, truth):
     t = np.arange(6001) * 1e-3
     q, qd, qdd = traj.evaluate(t)
     q[:, 1], qd[:, 1], qdd[:, 1] = 0.45, 0.0, 0.0
-    from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
+    from delta_dynamics.rotary.dynamics import cartesian_state, inverse_dynamics
     tau = inverse_dynamics(truth, *cartesian_state(truth, q, qd, qdd))
     data = synthetic.measure(t, q, tau, seed=3)
     prob = P.build_problem(model, D.preprocess(data), parameter_set())
@@ -164,7 +165,7 @@ def test_bounded_never_negative(model):
     """Friction-free truth with noise: OLS returns some negative friction, bounded LS none."""
     p = model.params
     zero = (0.0, 0.0, 0.0)
-    truth = model.with_parameters(DynamicParameters(p.m_x, p.m_k, p.arm_inertia, p.arm_moment,
+    truth = model.with_parameters(RotaryParameters(p.m_x, p.m_k, p.arm_inertia, p.arm_moment,
                                                     zero, zero, zero, p.stribeck_velocity, p.smoothing_velocity))
     nn = parameter_set().nonnegative
     negatives = 0
@@ -222,7 +223,7 @@ def test_rls_converges_to_batch(problems):
 def test_rls_forgetting_tracks_a_payload(model, truth):
     """A 1 kg payload added half-way: RLS with forgetting follows m_x, plain RLS averages."""
     p = truth.params
-    heavy = truth.with_parameters(DynamicParameters(p.m_x + 1.0, p.m_k, p.arm_inertia, p.arm_moment,
+    heavy = truth.with_parameters(RotaryParameters(p.m_x + 1.0, p.m_k, p.arm_inertia, p.arm_moment,
                                                     p.viscous, p.coulomb, p.static, p.stribeck_velocity,
                                                     p.smoothing_velocity))
     d1, _ = synthetic.open_loop_data(truth, fourier(EXCITE), duration=10.0, seed=4)
@@ -356,9 +357,9 @@ def test_robot_file_round_trip(tmp_path, model, problems, truth):
     assert np.allclose(m2.params.as_vector(), res.values)
     assert m2.static == m2.coulomb          # fitted without Stribeck columns
     # every model built from the file uses the exact identified values ...
-    assert np.allclose(DeltaModel(back).params.as_vector(), res.values)
+    assert np.allclose(RotaryModel(back).params.as_vector(), res.values)
     # ... and the physical fields alone reproduce the per-joint mean of the lumped values
-    plain = DeltaModel(back.replace(metadata={})).params
+    plain = RotaryModel(back.replace(metadata={})).params
     mean = res.lumped(model)
     assert plain.m_x == pytest.approx(mean.m_x) and plain.m_k == pytest.approx(mean.m_k)
     assert plain.arm_inertia[0] == pytest.approx(np.mean(mean.arm_inertia))
@@ -370,7 +371,7 @@ def test_robot_file_round_trip(tmp_path, model, problems, truth):
 
 def test_kim_estimate_to_lumped(model, truth):
     pset = parameter_set("kim")
-    k = kim_parameters(truth.with_parameters(DynamicParameters.from_vector(
+    k = kim_parameters(truth.with_parameters(RotaryParameters.from_vector(
         truth.params.as_vector()[:2].tolist() + [0.3, 0.31, 0.32, 0.6, 0.6, 0.6] + [1, 1, 1, 2, 2, 2])))
     lumped = pset.to_lumped(model, k)
     assert lumped.m_k == model.m_k                         # held at the robot file's value
@@ -379,9 +380,9 @@ def test_kim_estimate_to_lumped(model, truth):
 
 def test_clipped_physical_values_are_reported(model):
     p = model.params
-    odd = DynamicParameters(-0.5, p.m_k, p.arm_inertia, p.arm_moment, (-0.1, 1.0, 1.0), p.coulomb,
+    odd = RotaryParameters(-0.5, p.m_k, p.arm_inertia, p.arm_moment, (-0.1, 1.0, 1.0), p.coulomb,
                             p.coulomb, p.stribeck_velocity, p.smoothing_velocity)
-    new, notes = RU.physical_from_lumped(load_robot("nt_robot"), odd)
+    new, notes = physical_from_lumped(load_robot("nt_robot"), odd)
     assert new.mass.platform_mass == 0.0 and new.friction.viscous[0] == 0.0
     assert any("platform mass written as 0" in n for n in notes)
     assert any("viscous_1" in n for n in notes)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from delta_core.robot_file import load_robot
-from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
-from delta_dynamics.kinematics import forward_kinematics, inverse_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.dynamics import cartesian_state, inverse_dynamics
+from delta_dynamics.rotary.kinematics import forward_kinematics, inverse_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from delta_dynamics.identification import data as D
 from delta_dynamics.identification import synthetic
 from delta_dynamics.identification.cli import main
@@ -24,7 +24,7 @@ NAMES = ROBOT.joint_names
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("ident")
-    model = DeltaModel(ROBOT)
+    model = RotaryModel(ROBOT)
     truth = synthetic.perturbed_model(model, seed=1)
     fit, _ = synthetic.open_loop_data(truth, fourier(EXCITE), duration=10.0, seed=21)
     val, _ = synthetic.open_loop_data(truth, fourier(VALIDATE), duration=4.0, seed=22)
@@ -151,7 +151,7 @@ def test_excite_writes_an_executable_trajectory(capsys, tmp_path):
     lines = out.read_text().splitlines()
     assert lines[0] == "t,x,y,z,xd,yd,zd,xdd,ydd,zdd" and len(lines) == 1 + 8001
     arr = np.loadtxt(out, delimiter=",", skiprows=1)
-    model = DeltaModel(ROBOT)
+    model = RotaryModel(ROBOT)
     q = inverse_kinematics(model, arr[:, 1:4], check_limits=True)
     assert np.allclose(forward_kinematics(model, q), arr[:, 1:4], atol=1e-9)
     assert np.allclose(arr[0, 4:], 0, atol=1e-9) and np.allclose(arr[-1, 4:], 0, atol=1e-9)   # rest at both ends

@@ -3,12 +3,12 @@ import numpy as np
 import pytest
 
 from delta_core.robot_file import load_robot
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.model import RotaryModel
 from delta_dynamics.identification import IdentificationError
 from delta_dynamics.identification import data as D
 from delta_dynamics.identification import pipeline as P
 from delta_dynamics.identification import synthetic
-from delta_dynamics.identification.regressors import parameter_set
+from delta_dynamics.rotary.identification import parameter_set
 
 from test_identification import EXCITE, VALIDATE, fourier
 
@@ -18,7 +18,7 @@ NAMES = ROBOT.joint_names
 
 @pytest.fixture(scope="module")
 def model():
-    return DeltaModel(ROBOT)
+    return RotaryModel(ROBOT)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_csv_velocities_are_used(tmp_path, model, truth):
     traj = fourier(EXCITE)
     t = np.arange(3001) * 1e-3
     q, qd, qdd = traj.evaluate(t)
-    from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
+    from delta_dynamics.rotary.dynamics import cartesian_state, inverse_dynamics
     tau = inverse_dynamics(truth, *cartesian_state(truth, q, qd, qdd))
     p = D.write_csv(tmp_path / "v.csv", t, q, tau, qd=qd, qdd=qdd)
     d = D.read_csv(p)
@@ -153,7 +153,7 @@ def test_irregular_timestamps_are_resampled(truth, model, vproblem):
     traj = fourier(EXCITE)
     t = np.cumsum(np.full(6000, 1e-3) * (1 + 0.3 * rng.uniform(-1, 1, 6000)))
     q, qd, qdd = traj.evaluate(t)
-    from delta_dynamics.dynamics import cartesian_state, inverse_dynamics
+    from delta_dynamics.rotary.dynamics import cartesian_state, inverse_dynamics
     tau = inverse_dynamics(truth, *cartesian_state(truth, q, qd, qdd))
     d = synthetic.measure(t, q, tau, seed=5)
     pre = D.preprocess(d)

@@ -2,20 +2,20 @@
 import numpy as np
 import pytest
 
-from delta_dynamics.kinematics import forward_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from delta_dynamics.identification import IdentificationError
 from delta_dynamics.identification.excitation import (FourierTrajectory, check_trajectory,
                                                        design_excitation, write_trajectory_csv)
 from delta_dynamics.identification.metrics import condition_number
-from delta_dynamics.identification.regressors import parameter_set
+from delta_dynamics.rotary.identification import parameter_set
 
 from test_identification import EXCITE, fourier
 
 
 @pytest.fixture(scope="module")
 def model():
-    return DeltaModel.from_robot("nt_robot")
+    return RotaryModel.from_robot("nt_robot")
 
 
 def test_fourier_series_starts_at_rest_and_is_periodic():

@@ -14,8 +14,8 @@ from delta_dynamics.identification import pipeline as P
 from delta_dynamics.identification import stream as S
 from delta_dynamics.identification import synthetic
 from delta_dynamics.identification.cli import main
-from delta_dynamics.identification.regressors import parameter_set
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.identification import parameter_set
+from delta_dynamics.rotary.model import RotaryModel
 
 from test_identification import EXCITE, VALIDATE, fourier
 
@@ -27,7 +27,7 @@ BLOCK = 1000          # grid points per block (at least 4 margins: ~7000 at 20 H
 
 @pytest.fixture(scope="module")
 def model():
-    return DeltaModel.from_robot("nt_robot")
+    return RotaryModel.from_robot("nt_robot")
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def test_held_parameters_stream_like_in_memory(model, tmp_path):
     fit, _ = synthetic.open_loop_data(truth, fourier(EXCITE), duration=8.0, noise=0.01, seed=3)
     q = fit.q.copy()
     q[:, 1] = 0.5
-    from delta_dynamics.dynamics import inverse_dynamics_joint
+    from delta_dynamics.rotary.dynamics import inverse_dynamics_joint
     zero = np.zeros_like(q)
     tau = inverse_dynamics_joint(truth, q, zero, zero) + 0.0 * q
     tau[:, [0, 2]] = fit.tau[:, [0, 2]]

@@ -1,4 +1,4 @@
-"""The CANopen backend with a linear (prismatic) Delta: the carriage drives on python-can's virtual
+"""The CANopen backend with a linear Delta: the carriage drives on python-can's virtual
 bus with the simulated CiA 402 drives (delta_hardware/canopen/drive_sim.py) and the shipped
 linear drives config. Encoder counts <-> m through the belt (gear_ratio = 2 pi / travel per
 revolution, motor rad per metre), per-mille <-> N through the motor's rated torque; the control

@@ -1,4 +1,4 @@
-"""A linear (prismatic) Delta through the control stack without ROS: the control loop tracking
+"""A linear Delta through the control stack without ROS: the control loop tracking
 carriage trajectories on the simulated drives with model feedforward, plans validated against
 the carriage limits (m, m/s, m/s^2, N), the safety rules in carriage units, the plants."""
 import numpy as np
@@ -13,17 +13,9 @@ from delta_hardware.drives import DriveState
 from delta_hardware.drives.simulated import SimulatedDriveSet
 from delta_hardware.trajectory_plan import (Setpoint, TrajectoryRejected, build_plan, cartesian_to_joint,
                                             match_joint_names)
+from test_control_loop import DT, run
 
-DT = 0.002
 ROBOT = "colombo2020"
-
-
-def run(loop, t, seconds):
-    outs = []
-    for _ in range(int(round(seconds / DT))):
-        outs.append(loop.cycle(t))
-        t += DT
-    return t, outs
 
 
 @pytest.fixture
@@ -192,10 +184,10 @@ def test_gain_limits_of_a_carriage():
 def test_the_explicit_plant_serves_a_linear_robot_and_the_others_refuse_it():
     robot = load_robot(ROBOT)
     plant = make_plant("explicit", robot)
-    assert isinstance(plant, ExplicitPlant) and plant.model.kind == "prismatic"
+    assert isinstance(plant, ExplicitPlant) and plant.model.kind == "linear"
     for kind in ("multibody", "mujoco"):
         with pytest.raises(ValueError, match=f"plant {kind} models rotary Delta robots only; robot colombo2020 "
-                                             "is a prismatic \\(linear\\) Delta: use plant explicit"):
+                                             "is a linear Delta: use plant explicit"):
             make_plant(kind, robot)
     with pytest.raises(Exception, match="plant multibody models rotary"):
         SimulatedDriveSet(robot, plant="multibody")

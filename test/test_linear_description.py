@@ -1,4 +1,4 @@
-"""The robot description of a linear (prismatic) Delta: delta.urdf.xacro with a `type: prismatic`
+"""The robot description of a linear Delta: delta.urdf.xacro with a `type: linear`
 robot file gives rails, carriages on prismatic joints, the rod pairs on two-axis joints, the
 platform on platform_x/y/z and tool0 at the nozzle; with the passive values of
 passive_joints the URDF's transforms close the chain at random poses; the state API is the

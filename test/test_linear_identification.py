@@ -1,4 +1,4 @@
-"""Identification of a linear (prismatic) Delta through the stack: an excitation trajectory for the
+"""Identification of a linear Delta through the stack: an excitation trajectory for the
 carriages, synthetic measurements of a robot that differs from its robot file, and
 ``delta-identify --robot colombo2020`` from a CSV file (f1..f3 columns) and from a rosbag2 bag
 (forces, or motor currents through torque_constant * gear_ratio), writing a linear robot file
@@ -80,7 +80,7 @@ def test_the_excitation_moves_the_carriages_inside_every_limit(excitation, tmp_p
 
 def _check_identified(path, truth, rtol=0.03):
     robot = load_robot(path)
-    assert robot.type == "prismatic" and robot.metadata["identified"]["tool"] == "delta-identify"
+    assert robot.type == "linear" and robot.metadata["identified"]["tool"] == "delta-identify"
     lp = robot.metadata["identified"]["lumped_parameters"]
     assert lp["names"] == list(alg.parameter_names(NOMINAL))
     model = model_for(robot)

@@ -1,4 +1,4 @@
-"""A linear (prismatic) Delta through the whole stack over real DDS: the hardware node moves the
+"""A linear Delta through the whole stack over real DDS: the hardware node moves the
 carriages (joint and platform trajectories reached), refuses bad trajectories and commands with
 the robot holding still. (The linear demo: test_bringup.py.)"""
 import numpy as np

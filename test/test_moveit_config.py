@@ -16,8 +16,8 @@ from delta_description.moveit_config import (FILES, moveit_config, platform_rate
 from delta_description.passive_joints import forearm_joint_names
 from delta_description.prefix import prefix_urdf
 from delta_description.xacro_urdf import DescriptionError, robot_description
-from delta_dynamics.kinematics import forward_kinematics, jacobian, sample_workspace
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics, jacobian, sample_workspace
+from delta_dynamics.rotary.model import RotaryModel
 
 ROTARY = ["nt_robot", "d3s800", "staicu2003"]
 
@@ -70,7 +70,7 @@ def test_the_configuration_is_consistent_with_the_urdf_and_the_robot_file(preset
         urdf_limit = joints[prefix + n].find("limit")
         assert float(urdf_limit.get("lower")) == pytest.approx(e["min_position"])
         assert float(urdf_limit.get("upper")) == pytest.approx(e["max_position"])
-    model = DeltaModel(robot)
+    model = RotaryModel(robot)
     X = sample_workspace(model, 400, seed=3)
     for i, n in enumerate(("platform_x", "platform_y", "platform_z")):
         e = lim[prefix + n]
@@ -86,7 +86,7 @@ def test_the_configuration_is_consistent_with_the_urdf_and_the_robot_file(preset
 
 
 def test_the_workspace_box_is_tight_and_the_rate_limits_hold_in_most_of_the_workspace():
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     lo, hi = workspace_box(model)
     X = sample_workspace(model, 3000, seed=5)
     # the box is the reachable one: random points come within 4 cm of every face

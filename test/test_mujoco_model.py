@@ -1,5 +1,5 @@
-"""The MuJoCo model of the closed chain (delta_dynamics.mujoco_model.mjcf) and MuJoCo's
-inverse dynamics of it (delta_dynamics.mujoco_model.inverse), against the kinematics and the
+"""The MuJoCo model of the closed chain (delta_dynamics.reference.mujoco_model.mjcf) and MuJoCo's
+inverse dynamics of it (delta_dynamics.reference.mujoco_model.inverse), against the kinematics and the
 explicit model, on real MuJoCo."""
 import dataclasses
 
@@ -9,19 +9,19 @@ import pytest
 mujoco = pytest.importorskip("mujoco", reason="the MuJoCo model needs the mujoco package (pip install mujoco)")
 
 from delta_core.robot_file import load_robot  # noqa: E402
-from delta_dynamics.bodies import RigidBody, body_set  # noqa: E402
-from delta_dynamics.dynamics import inverse_dynamics as explicit_inverse_dynamics, joint_state  # noqa: E402
-from delta_dynamics.kinematics import elbow_positions, inverse_kinematics, sample_workspace  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
-from delta_dynamics.mujoco_model import mjcf  # noqa: E402
-from delta_dynamics.mujoco_model.inverse import MujocoInverseDynamics, inverse_dynamics  # noqa: E402
-from delta_dynamics.mujoco_model.plant import ClosedChain  # noqa: E402
-from delta_dynamics.trajectories import pick_place  # noqa: E402
+from delta_dynamics.reference.bodies import RigidBody, body_set  # noqa: E402
+from delta_dynamics.rotary.dynamics import inverse_dynamics as explicit_inverse_dynamics, joint_state  # noqa: E402
+from delta_dynamics.rotary.kinematics import passive_origins, inverse_kinematics, sample_workspace  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
+from delta_dynamics.reference.mujoco_model import mjcf  # noqa: E402
+from delta_dynamics.reference.mujoco_model.inverse import MujocoInverseDynamics, inverse_dynamics  # noqa: E402
+from delta_dynamics.reference.mujoco_model.plant import ClosedChain  # noqa: E402
+from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def model():
-    return DeltaModel.from_robot("nt_robot")
+    return RotaryModel.from_robot("nt_robot")
 
 
 def test_the_closed_chain_is_assembled_where_the_kinematics_puts_it(model):
@@ -36,7 +36,7 @@ def test_the_closed_chain_is_assembled_where_the_kinematics_puts_it(model):
         np.testing.assert_allclose(d.qpos[chain.platform], X)
         for i in range(3):
             elbow = d.xpos[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, f"forearm_{i + 1}_link")]
-            np.testing.assert_allclose(elbow, elbow_positions(model, q)[i], atol=1e-12)
+            np.testing.assert_allclose(elbow, passive_origins(model, q)[i], atol=1e-12)
 
 
 def test_the_bodies_come_from_the_robot_file():
@@ -51,10 +51,10 @@ def test_the_bodies_come_from_the_robot_file():
     assert f'frictionloss="{robot.friction.coulomb[0]!r}"' in xml
 
 
-def test_a_prismatic_robot_or_bad_settings_are_refused():
+def test_a_linear_robot_or_bad_settings_are_refused():
     robot = load_robot("nt_robot")
     with pytest.raises(ValueError, match="rotary"):
-        mjcf.mjcf_xml(robot.replace(type="prismatic"))
+        mjcf.mjcf_xml(robot.replace(type="linear"))
     with pytest.raises(ValueError, match="timestep"):
         mjcf.SolverSettings(timestep=0.0)
     with pytest.raises(ValueError, match="solref"):

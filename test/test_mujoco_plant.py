@@ -1,4 +1,4 @@
-"""The MuJoCo plant (delta_dynamics.mujoco_model.plant) on real MuJoCo: it agrees with the
+"""The MuJoCo plant (delta_dynamics.reference.mujoco_model.plant) on real MuJoCo: it agrees with the
 explicit model for the same torques, keeps the chain closed, carries the robot file's
 friction, leaves the workspace as the explicit plant does, and runs the simulated drives
 and the control loop."""
@@ -7,14 +7,14 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco", reason="the MuJoCo plant needs the mujoco package (pip install mujoco)")
 
-from delta_dynamics.dynamics import inverse_dynamics, inverse_dynamics_joint, joint_state  # noqa: E402
-from delta_dynamics.kinematics import UnreachableError, forward_kinematics  # noqa: E402
-from delta_dynamics.model import DeltaModel  # noqa: E402
-from delta_dynamics.mujoco_model.mjcf import SolverSettings  # noqa: E402
-from delta_dynamics.mujoco_model.plant import MujocoPlant  # noqa: E402
+from delta_dynamics.rotary.dynamics import inverse_dynamics, inverse_dynamics_joint, joint_state  # noqa: E402
+from delta_dynamics.rotary.kinematics import UnreachableError, forward_kinematics  # noqa: E402
+from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
+from delta_dynamics.reference.mujoco_model.mjcf import SolverSettings  # noqa: E402
+from delta_dynamics.reference.mujoco_model.plant import MujocoPlant  # noqa: E402
 from delta_dynamics.plant import ExplicitPlant  # noqa: E402
-from delta_dynamics.simulate import simulate_adaptive, simulate_fixed  # noqa: E402
-from delta_dynamics.trajectories import pick_place  # noqa: E402
+from delta_dynamics.algorithms import simulate_adaptive, simulate_fixed  # noqa: E402
+from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
 from delta_hardware.control_loop import ControlLoop, LoopConfig  # noqa: E402
 from delta_hardware.drives import DriveState  # noqa: E402
 from delta_hardware.drives.simulated import SimulatedDriveSet  # noqa: E402
@@ -33,7 +33,7 @@ TOL_CLOSURE = 1e-5
 
 @pytest.fixture(scope="module")
 def model():
-    return DeltaModel.from_robot("nt_robot")
+    return RotaryModel.from_robot("nt_robot")
 
 
 def _gap(plant):

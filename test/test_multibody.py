@@ -5,17 +5,18 @@ import dataclasses
 import numpy as np
 import pytest
 
-from delta_dynamics import trajectories as tr
-from delta_dynamics.bodies import RigidBody, body_set
-from delta_dynamics.dynamics import forward_dynamics, inverse_dynamics as explicit_id, joint_state
-from delta_dynamics.kinematics import sample_workspace
-from delta_dynamics.multibody.dynamics import (Evaluation, Friction, State, accelerations, evaluate,
-                                               place_platform, quadratic_terms, residuals, violation)
-from delta_dynamics.multibody.euler import from_rotation, g_matrix, rotate_by, rotation
-from delta_dynamics.multibody.integrate import _apply, step_semi_implicit
-from delta_dynamics.multibody.reactions import inverse_dynamics
-from delta_dynamics.multibody.simulation import simulate
-from delta_dynamics.multibody.system import MultibodySystem
+from delta_dynamics.motion import trajectories as tr
+from delta_dynamics.reference.bodies import RigidBody, body_set
+from delta_dynamics.rotary.dynamics import forward_dynamics, inverse_dynamics as explicit_id, joint_state
+from delta_dynamics.rotary.kinematics import sample_workspace
+from delta_dynamics.reference.multibody.dynamics import (Evaluation, Friction, State, accelerations, evaluate,
+                                                         place_platform, quadratic_terms, residuals,
+                                                         violation)
+from delta_dynamics.reference.multibody.euler import from_rotation, g_matrix, rotate_by, rotation
+from delta_dynamics.reference.multibody.integrate import _apply, step_semi_implicit
+from delta_dynamics.reference.multibody.reactions import inverse_dynamics
+from delta_dynamics.reference.multibody.simulation import simulate
+from delta_dynamics.reference.multibody.system import MultibodySystem
 
 G = np.array([0.0, 0.0, -9.80665])
 
@@ -142,7 +143,7 @@ def test_projection_keeps_the_constraints_over_10_s_of_pick_and_place(system):
         ev = Evaluation(s)
         st = place_platform(s, p.X[0])
         v = 0.0
-        from delta_dynamics.multibody.dynamics import joint_angles, joint_rates
+        from delta_dynamics.reference.multibody.dynamics import joint_angles, joint_rates
         for k in range(n - 1):
             tau = 2500.0 * (q_ref[k] - joint_angles(s, st)) + 60.0 * (qd_ref[k] - joint_rates(s, st)) + ff[k]
             st = step_semi_implicit(s, ev, st, tau, 1e-3, fr, stab)

@@ -5,23 +5,7 @@ import numpy as np
 from delta_dynamics.cli import main
 from delta_dynamics.cli.simulate import REACTION_COLUMNS, SIM_COLUMNS
 from delta_dynamics.trajectory_io import read_csv, read_trajectory
-
-ERROR = "delta-dynamics: error: "
-
-
-def run(capsys, *args):
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_fails(code, err, *fragments):
-    assert code == 2, err
-    assert "Traceback" not in err
-    last = err.rstrip("\n").splitlines()[-1]
-    assert last.startswith(ERROR), err
-    for f in fragments:
-        assert f in last, (f, err)
+from test_cli import assert_fails, run
 
 
 def test_simulate_and_reactions_round_trip(tmp_path, capsys):
@@ -87,7 +71,7 @@ def test_bad_input_is_refused_by_name(tmp_path, capsys):
 
 
 def test_multibody_demo_writes_its_plots(tmp_path):
-    from delta_dynamics.multibody.demo import run as demo
+    from delta_dynamics.reference.multibody.demo import run as demo
     summary = demo("d3s800", out=str(tmp_path), quick=True)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["multibody_pick_place.png", "multibody_reactions.png", "multibody_violation_position.png"]

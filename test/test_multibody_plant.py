@@ -3,11 +3,11 @@ control loop on it, leaving the workspace."""
 import numpy as np
 import pytest
 
-from delta_dynamics import trajectories as tr
-from delta_dynamics.dynamics import inverse_dynamics, joint_state
-from delta_dynamics.kinematics import UnreachableError
-from delta_dynamics.model import DeltaModel
-from delta_dynamics.multibody.plant import MultibodyPlant
+from delta_dynamics.motion import trajectories as tr
+from delta_dynamics.rotary.dynamics import inverse_dynamics, joint_state
+from delta_dynamics.rotary.kinematics import UnreachableError
+from delta_dynamics.rotary.model import RotaryModel
+from delta_dynamics.reference.multibody.plant import MultibodyPlant
 from delta_dynamics.plant import ExplicitPlant, Plant
 from delta_hardware.control_loop import ControlLoop, LoopConfig
 from delta_hardware.drives.simulated import SimulatedDriveSet
@@ -16,7 +16,7 @@ from delta_hardware.trajectory_plan import build_plan
 
 @pytest.fixture(scope="module")
 def model():
-    return DeltaModel.from_robot("nt_robot")
+    return RotaryModel.from_robot("nt_robot")
 
 
 def _run_both(m, steps_per_ms):
@@ -72,7 +72,7 @@ def test_simulated_drives_and_control_loop_track_on_the_multibody_plant(model):
     np.testing.assert_allclose(outs[-1].position, [0.1, 0.3, 0.2], atol=2e-4)
     assert drives.plant.violation() < 1e-10
     np.testing.assert_allclose(drives.platform_position,
-                               __import__("delta_dynamics.kinematics", fromlist=["x"]).forward_kinematics(
+                               __import__("delta_dynamics.rotary.kinematics", fromlist=["x"]).forward_kinematics(
                                    model, np.array(outs[-1].position)), atol=1e-4)
 
 

@@ -45,6 +45,7 @@ RUN = [
     "delta-identify excite --robot nt_robot --out excite.csv --from config/excitation/nt_robot.yaml",
     "delta-dynamics plan pick --robot nt_robot --from -0.1525 0 -0.78 --to 0.1525 0 -0.78 "
     "--height 0.025 --blend 0.01 --dwell 0.05 --cycles 10 --out pick.csv",
+    "delta-calibrate poses --robot nt_robot --count 50 --out poses.csv",
 ]
 
 HELP = {
@@ -53,7 +54,7 @@ HELP = {
     "delta-dynamics simulate --model multibody --torques torques.csv --out sim.csv --reactions r.csv":
         "multibody DAE over 7 s at 1 kHz: 2 min",
     "delta-dynamics reactions --robot nt_robot --trajectory circle.csv --out reactions.csv": "multibody, minutes",
-    "delta-dynamics demo --robot colombo2020 --out out/linear": "plots, ~30 s (test_prismatic_cli.py)",
+    "delta-dynamics demo --robot colombo2020 --out out/linear": "plots, ~30 s (test_linear_cli.py)",
     "delta-dynamics compare --robot staicu2003 --trajectory ellipse.csv --models explicit,staicu --plot cmp.png":
         "Staicu's model per sample, ~30 s (test_compare.py)",
     "delta-description render --robot nt_robot --out robot.png": "matplotlib 3-D, ~20 s (test_description.py)",
@@ -80,6 +81,11 @@ HELP = {
 }
 
 ELSEWHERE = {
+    "delta-calibrate --robot nt_robot --measurements measured.csv --out calibrated.yaml --report cal/":
+        "needs the user's measurements (test_calibration.py runs it on simulated tracker data)",
+    "delta-calibrate from-klipper printer.cfg --out printer.yaml": "needs the user's printer.cfg "
+        "(test_calibration_klipper.py imports Klipper's example-delta.cfg)",
+    "delta-calibrate to-klipper calibrated.yaml": "needs a calibrated file (test_calibration_klipper.py)",
     "make run": "the demo, about a minute: the repro branch's figure test runs it",
     "make test": "this suite",
     "make bench": "benchmarks on an idle machine (bench/, README Performance)",

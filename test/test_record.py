@@ -92,10 +92,10 @@ def test_the_identification_loop_from_a_recorded_bag(tmp_path):
     """README, Identification: excite -> delta-ctl run -> delta-ctl record -> delta-identify
     -> a robot file for delta-bringup --robot."""
     from delta_dynamics.identification.excitation import write_trajectory_csv
-    from delta_dynamics.model import DeltaModel
+    from delta_dynamics.rotary.model import RotaryModel
 
     from test_identification import EXCITE, fourier
-    model = DeltaModel.from_robot("nt_robot")
+    model = RotaryModel.from_robot("nt_robot")
     excite = tmp_path / "excite.csv"
     write_trajectory_csv(excite, model, fourier(EXCITE), cycles=2)
     hw = NodeProcess("delta_hardware.ros.hardware_node", "-p", "feedforward:=model", *TOLERATE_PAUSES, *SIM_TIME)

@@ -7,13 +7,27 @@ import yaml
 
 from delta_core.robot_file import (RobotFileError, list_presets, load_robot, parse_robot,
                                           save_robot)
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.model import RotaryModel
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def preset_dict(name="nt_robot"):
     return yaml.safe_load((REPO / "config" / "robots" / f"{name}.yaml").read_text())
+
+
+def refused(tmp_path, d, path, value, message):
+    """``d`` with ``value`` at the dotted ``path``, written to a file, is refused by name:
+    "<file>: <message>"."""
+    node = d
+    *parents, leaf = path.split(".")
+    for p in parents:
+        node = node[p]
+    node[leaf] = value
+    f = tmp_path / "x.yaml"
+    f.write_text(yaml.safe_dump(d))
+    with pytest.raises(RobotFileError, match=f"^{str(f)}: {message}"):
+        load_robot(f)
 
 
 def test_presets_load_by_name_and_by_path():
@@ -63,22 +77,14 @@ def test_save_never_writes_an_invalid_file_and_keeps_the_old_one(tmp_path):
     ("limits.velocity", [1, 1, 0], r"limits.velocity\[2\] must be > 0, got 0"),
     ("joint_names", ["a", "a", "b"], "joint_names must be 3 different names"),
     ("joint_names", "arm", "joint_names must be a list of 3 non-empty names"),
-    # a rotary file declared prismatic: its rotary fields are not those of a linear Delta
+    # a rotary file declared linear (or prismatic, the old name): its fields are not a linear Delta's
+    ("type", "linear", r"geometry.base_radius is not a known field \(known here: rail_radius, "),
     ("type", "prismatic", r"geometry.base_radius is not a known field \(known here: rail_radius, "),
-    ("type", "linear", "type must be one of rotary, prismatic, got 'linear'"),
+    ("type", "cable", r"type must be one of rotary, linear \(or prismatic \(the old name of linear\)\), got 'cable'"),
     ("gravity", -9.8, "gravity must be >= 0, got -9.8"),
 ])
 def test_each_bad_value_is_named_with_file_field_and_rule(tmp_path, path, value, message):
-    d = preset_dict()
-    node = d
-    *parents, leaf = path.split(".")
-    for p in parents:
-        node = node[p]
-    node[leaf] = value
-    f = tmp_path / "x.yaml"
-    f.write_text(yaml.safe_dump(d))
-    with pytest.raises(RobotFileError, match=f"^{str(f)}: {message}"):
-        load_robot(f)
+    refused(tmp_path, preset_dict(), path, value, message)
 
 
 def test_a_forearm_that_cannot_reach_the_platform_is_refused(tmp_path):
@@ -138,9 +144,9 @@ def test_unreadable_inputs(tmp_path):
 
 def test_the_model_uses_the_robot_file_values():
     r = load_robot("nt_robot")
-    m = DeltaModel.from_robot(r)
+    m = RotaryModel.from_robot(r)
     assert m.l == r.geometry.upper_arm_length and m.lk == r.geometry.forearm_length
     d = copy.deepcopy(r.to_dict())
     d["mass_properties"]["payload"]["mass"] = 1.5
-    heavier = DeltaModel(parse_robot(d))
+    heavier = RotaryModel(parse_robot(d))
     assert heavier.m_x == pytest.approx(m.m_x + 1.5)

@@ -1,4 +1,4 @@
-"""Staicu & Carp-Ciocardia's recursive virtual-power model (delta_dynamics.staicu), checked
+"""Staicu & Carp-Ciocardia's recursive virtual-power model (delta_dynamics.reference.staicu), checked
 against its own energy and the geometry, not against the print: the recursion's velocities and
 accelerations against finite differences of the body poses, power balance, Lagrange's
 equations per torque, statics; and against the explicit model on its assumptions."""
@@ -7,21 +7,17 @@ import numpy as np
 import pytest
 
 from delta_core.robot_file import BodyMass, FullBody, load_robot, parse_robot
-from delta_dynamics import dynamics as explicit
-from delta_dynamics._backend import ScalarMath
-from delta_dynamics.kinematics import (UnreachableError, _forearm_vector, chain_geometry, forward_kinematics,
-                                       inverse_kinematics, jacobian, passive_angles, sample_workspace,
-                                       workspace_centre)
-from delta_dynamics.model import DeltaModel
-from delta_dynamics.staicu import (StaicuModel, body_poses, configuration, energy, inverse_dynamics,
-                                   joint_state, motion)
-from delta_dynamics.trajectories import ellipse, pick_place
+from delta_dynamics.rotary import dynamics as explicit
+from delta_dynamics.common.backend import ScalarMath
+from delta_dynamics.rotary.kinematics import (UnreachableError, _forearm_vector, chain_geometry,
+                                              forward_kinematics, inverse_kinematics, jacobian,
+                                              passive_angles, sample_workspace, workspace_centre)
+from delta_dynamics.rotary.model import RotaryModel
+from delta_dynamics.reference.staicu import (StaicuModel, body_poses, configuration, energy, inverse_dynamics,
+                                             joint_state, motion)
+from delta_dynamics.motion.trajectories import ellipse, pick_place
 
-_D1 = (np.array([-1, 9, -45, 0, 45, -9, 1]) / 60.0, np.arange(-3, 4))
-
-
-def d_dt(f, t, h):
-    return sum(w * f(t + k * h) for w, k in zip(*_D1)) / h
+from model_checks import d_dt, lagrange_efforts, multisine
 
 
 def with_full_body(base, full: FullBody, **geometry):
@@ -61,14 +57,7 @@ def sm(request):
 def joint_path(sm, seed):
     """A smooth joint-space path q(t) (multi-sine) around the workspace centre."""
     m = sm.explicit
-    q0 = inverse_kinematics(m, workspace_centre(m))
-    rng = np.random.default_rng(seed)
-    amp = rng.uniform(0.03, 0.1, size=(3, 3))
-    w = rng.uniform(1.0, 6.0, size=(3, 3))
-    ph = rng.uniform(0, 2 * np.pi, size=(3, 3))
-    return (lambda t: q0 + (amp * np.sin(w * t + ph)).sum(axis=1),
-            lambda t: (amp * w * np.cos(w * t + ph)).sum(axis=1),
-            lambda t: -(amp * w * w * np.sin(w * t + ph)).sum(axis=1))
+    return multisine(inverse_kinematics(m, workspace_centre(m)), (0.03, 0.1), seed)
 
 
 def cart(sm, q, qd, qdd=None):
@@ -192,19 +181,10 @@ def lagrangian(sm, q, qd):
 
 def test_every_torque_obeys_lagrange_equations(sm):
     """tau_i = d/dt dL/dq_dot_i - dL/dq_i, with L = T - U of the model's own bodies."""
-    eye = np.eye(3)
     for seed in (10, 11):
         q, qd, qdd = joint_path(sm, seed)
-
-        def p(t):                                   # dL/dq_dot (L is quadratic in q_dot)
-            hv = 1e-3
-            return np.array([(lagrangian(sm, q(t), qd(t) + hv * eye[i])
-                              - lagrangian(sm, q(t), qd(t) - hv * eye[i])) / (2 * hv) for i in range(3)])
         for t in np.linspace(0.1, 1.9, 4):
-            hq = 1e-5
-            dLdq = np.array([(lagrangian(sm, q(t) + hq * eye[i], qd(t))
-                              - lagrangian(sm, q(t) - hq * eye[i], qd(t))) / (2 * hq) for i in range(3)])
-            tau_lagrange = d_dt(p, t, 1e-3) - dLdq
+            tau_lagrange = lagrange_efforts(lambda a, b: lagrangian(sm, a, b), q, qd, t)
             tau = inverse_dynamics(sm, *cart(sm, q(t), qd(t), qdd(t)), friction=False)
             np.testing.assert_allclose(tau, tau_lagrange, rtol=1e-6, atol=1e-6 * np.abs(tau).max())
 
@@ -250,7 +230,7 @@ def test_massless_blocks_equal_the_explicit_model_with_the_bars_summed():
                                           platform_block=BodyMass(0.0, (0.0, 0.0, 0.0))))
         assert r.mass.forearm.mass == pytest.approx(2 * bar.mass)
         assert r.mass.forearm.inertia == pytest.approx(2 * bar.inertia[1])
-        sm, m = StaicuModel(r), DeltaModel(r)
+        sm, m = StaicuModel(r), RotaryModel(r)
         X = sample_workspace(m, 200, seed=81)
         V, A, F = rng.normal(size=(3, 200, 3))
         ts, te = inverse_dynamics(sm, X, V, A, F_P=F), explicit.inverse_dynamics(m, X, V, A, F_P=F)
@@ -264,7 +244,7 @@ def test_on_the_explicit_models_assumptions_the_two_agree_to_rounding():
     full = FullBody(bar=BodyMass(1.2, (0.0, 0.05, 0.05), 0.3), elbow_block=BodyMass(0.4, (0.0, 0.0, 0.0)),
                     platform_block=BodyMass(0.7, (0.0, 0.0, 0.0)), upper_arm_inertia=(0.02, 0.12448, 0.13))
     r = with_full_body("d3s800", full)
-    sm, m = StaicuModel(r), DeltaModel(r)
+    sm, m = StaicuModel(r), RotaryModel(r)
     rng = np.random.default_rng(9)
     X = sample_workspace(m, 200, seed=91)
     V, A = rng.normal(size=(2, 200, 3))

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from delta_dynamics.dynamics import friction_torque
-from delta_dynamics.model import DeltaModel
-from delta_dynamics.staicu import StaicuModel, inverse_dynamics
-from delta_dynamics.trajectories import STAICU_ELLIPSE, ellipse
+from delta_dynamics.rotary.dynamics import friction_torque
+from delta_dynamics.rotary.model import RotaryModel
+from delta_dynamics.reference.staicu import StaicuModel, inverse_dynamics
+from delta_dynamics.motion.trajectories import STAICU_ELLIPSE, ellipse
 from delta_dynamics.trajectory_io import read_csv, read_joint_data, read_trajectory
 
 from test_cli import assert_fails, cli, run
@@ -87,7 +87,7 @@ def test_inverse_staicu_adds_the_robot_files_friction(tmp_path, capsys):
     assert run(capsys, "inverse", "--robot", "d3s800", "--model", "staicu", "--no-friction",
                "--trajectory", traj, "--out", b)[0] == 0
     ja, jb = read_joint_data(a), read_joint_data(b)
-    m = DeltaModel.from_robot("d3s800")
+    m = RotaryModel.from_robot("d3s800")
     np.testing.assert_allclose(ja.tau - jb.tau, friction_torque(m, ja.qd), atol=1e-12)
     assert np.abs(ja.tau - jb.tau).max() > 1.0
 

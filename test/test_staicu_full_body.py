@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from delta_core.robot_file import RobotFileError, load_robot, parse_robot, save_robot
-from delta_dynamics.bodies import body_set
-from delta_dynamics.identification.robot_update import physical_from_lumped
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.reference.bodies import body_set
+from delta_dynamics.rotary.identification import physical_from_lumped
+from delta_dynamics.rotary.model import RotaryModel
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -146,12 +146,12 @@ def test_the_slender_bar_rule_gives_way_to_the_full_body_checks():
     parse_robot(d)
     with pytest.raises(RobotFileError, match="mass_properties.forearm.inertia must be <= mass"):
         parse_robot(_with(d, FB, ...))
-    assert DeltaModel.from_robot("staicu2003").m_k < 0
+    assert RotaryModel.from_robot("staicu2003").m_k < 0
 
 
 def test_identification_drops_the_section_it_would_contradict(tmp_path):
     r = load_robot("d3s800")
-    m = DeltaModel.from_robot(r)
+    m = RotaryModel.from_robot(r)
     updated, notes = physical_from_lumped(r, m.params)
     assert updated.mass.full_body is None
     assert any("full_body dropped" in n for n in notes)

@@ -10,8 +10,8 @@ from visualization_msgs.msg import Marker
 
 from delta_description.passive_joints import full_joint_state
 from delta_description.xacro_urdf import robot_description
-from delta_dynamics.kinematics import forward_kinematics
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.kinematics import forward_kinematics
+from delta_dynamics.rotary.model import RotaryModel
 from ros_helpers import RosClient, run_node
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(60)]
@@ -68,7 +68,7 @@ def node():
 
 def test_full_joint_state_and_platform_position(node):
     proc, h = node
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     q, qd = [0.45, 0.30, 0.62], [0.2, -0.1, 0.05]
     # other joints on the shared topic, arm joints in another order
     names = ["gripper_joint", "arm_3_joint", "arm_1_joint", "arm_2_joint"]
@@ -115,7 +115,7 @@ def test_bad_positions_are_dropped_with_a_warning(node):
 
 def test_platform_path_holds_the_last_positions(node):
     proc, h = node
-    m = DeltaModel.from_robot("nt_robot")
+    m = RotaryModel.from_robot("nt_robot")
     qs = [[0.3 + 0.05 * k, 0.3, 0.35 - 0.03 * k] for k in range(5)]
     for q in qs:
         h.send(JOINTS, q)

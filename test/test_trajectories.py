@@ -9,7 +9,7 @@ import pytest
 
 from scipy.integrate import cumulative_simpson
 
-from delta_dynamics.trajectories import circle, lissajous, pick_place, smoothstep7
+from delta_dynamics.motion.trajectories import circle, lissajous, pick_place, smoothstep7
 
 
 @functools.lru_cache(maxsize=None)
@@ -183,7 +183,7 @@ def test_bad_arguments_raise(make, match):
 # ----------------------------------------------------------------------------- defaults per robot
 
 from delta_core.robot_file import list_presets  # noqa: E402
-from delta_dynamics.trajectories import DEFAULTS, default_path, in_workspace, workspace_defaults  # noqa: E402
+from delta_dynamics.motion.trajectories import DEFAULTS, default_path, in_workspace, workspace_defaults  # noqa: E402
 
 
 @pytest.mark.parametrize("kind", list(DEFAULTS))

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from delta_dynamics.trajectories import circle, pick_place
+from delta_dynamics.motion.trajectories import circle, pick_place
 from delta_dynamics.trajectory_io import (JOINT_COLUMNS, TRAJECTORY_COLUMNS, CsvError,
                                           derivatives_from_positions, estimate_noise,
                                           format_csv, read_csv, read_joint_data,

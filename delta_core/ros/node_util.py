@@ -35,12 +35,15 @@ PUB_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
 
 
 def robot_descriptor(extra: str = "") -> ParameterDescriptor:
+    """The ``robot`` parameter's descriptor (a string: preset name or file path), ``extra``
+    completing its description."""
     return ParameterDescriptor(
         type=ParameterType.PARAMETER_STRING,
         description="robot preset name (config/robots/<name>.yaml) or robot file path" + extra)
 
 
 def prefix_descriptor() -> ParameterDescriptor:
+    """The read-only ``prefix`` parameter's descriptor (joint and frame name prefix)."""
     return ParameterDescriptor(type=ParameterType.PARAMETER_STRING, read_only=True, description=(
         "joint and frame name prefix (e.g. r1_): added to every joint name published, required on every "
         "joint name received"))
@@ -66,6 +69,7 @@ class DropLog:
         self.count = 0
 
     def warn(self, kind: str, text: str) -> None:
+        """Count a dropped ``kind`` of message and log ``text``, at most once per ``period`` per kind."""
         self.count += 1
         now = time.monotonic()
         last = self._last.get(kind)
@@ -126,6 +130,7 @@ def stop_with_parent() -> None:
     a node whose supervisor is gone (``ros2 launch`` ended by SIGTERM, which it documents as
     leaving its processes orphaned; a killed ``delta-bringup``) then stops cleanly instead of
     running on unsupervised. A no-op where prctl is not available."""
+    # ctypes: this ROS-process path only
     import ctypes
     import ctypes.util
     import os

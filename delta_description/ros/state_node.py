@@ -94,6 +94,7 @@ class StateNode(Node):
 
     @property
     def model(self):
+        """The model in use (of the robot file's kind)."""
         return self._model
 
     def _on_set_parameters(self, params) -> SetParametersResult:
@@ -182,6 +183,7 @@ class StateNode(Node):
 
 
 def main(args=None) -> int:
+    """Run the state node until shut down; the exit status."""
     return run(lambda: StateNode(), NODE_NAME, args)
 
 

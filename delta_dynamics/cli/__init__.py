@@ -28,6 +28,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from delta_core.robot_file import RobotFileError
+from delta_core.termination import run_terminable
+from delta_dynamics.algorithms import UnreachableError
 from delta_dynamics.cli import (compare, demo, forward, inverse, motion, point, reactions, simulate,
                                 trajectory)
 from delta_dynamics.cli.args import PROG, CliError
@@ -37,6 +40,7 @@ COMMANDS = (trajectory, inverse, forward, simulate, reactions, compare, motion, 
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``delta-dynamics`` and its subcommands (:data:`COMMANDS`)."""
     p = argparse.ArgumentParser(
         prog=PROG, description="Delta robot kinematics and dynamics: trajectories, inverse and "
         "forward dynamics (CSV in, CSV out), single-point kinematics.",
@@ -49,20 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of the ``delta-dynamics`` console script; returns the exit status."""
-    from delta_core.termination import Terminated, signals_raise
-
-    with signals_raise():
-        try:
-            return _run(argv)
-        except Terminated as e:
-            print(f"{PROG}: {e}", file=sys.stderr)
-            return e.exit_code
+    return run_terminable(PROG, _run, argv)
 
 
 def _run(argv) -> int:
-    from delta_core.robot_file import RobotFileError
-    from delta_dynamics.kinematics import UnreachableError
-
+    """Parse ``argv``, run the subcommand, turn the errors a user can cause into one line and 2."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -24,7 +24,11 @@ import math
 import re
 import sys
 
+from delta_core.robot_file import load_robot
+from delta_dynamics.kinds import KINDS
+from delta_dynamics.kinds import model_for as kinds_model_for
 from delta_dynamics.limits import MAX_SAMPLES
+from delta_dynamics.trajectory_io import read_trajectory
 
 PROG = "delta-dynamics"
 DEFAULT_ROBOT = "nt_robot"
@@ -44,6 +48,7 @@ class CliError(Exception):
 # ----------------------------------------------------------------------------- helpers
 
 def finite(text: str) -> float:
+    """argparse type: a finite number."""
     try:
         v = float(text)
     except ValueError:
@@ -54,6 +59,7 @@ def finite(text: str) -> float:
 
 
 def positive(text: str) -> float:
+    """argparse type: a finite number > 0."""
     v = finite(text)
     if not v > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
@@ -61,6 +67,7 @@ def positive(text: str) -> float:
 
 
 def nonnegative(text: str) -> float:
+    """argparse type: a finite number >= 0."""
     v = finite(text)
     if not v >= 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
@@ -68,6 +75,7 @@ def nonnegative(text: str) -> float:
 
 
 def count(text: str) -> int:
+    """argparse type: an integer >= 1 (a count of steps or samples)."""
     try:
         v = int(text)
     except ValueError:
@@ -150,6 +158,7 @@ coordinate = float_in(-MAX_LENGTH, MAX_LENGTH, unit="m", why="a Delta robot is s
 
 
 def smoothing(text: str):
+    """argparse type of ``--smoothing``: ``auto`` or a noise level (m)."""
     if text == "auto":
         return "auto"
     try:
@@ -158,7 +167,8 @@ def smoothing(text: str):
         raise argparse.ArgumentTypeError(f"{e} (give 'auto' or a noise level in m)") from None
 
 
-ALL_KINDS = ("rotary", "prismatic")
+#: Every robot kind (``type``) there is.
+ALL_KINDS = KINDS.names()
 
 
 def require_kind(params, robot: str, kinds=("rotary",)):
@@ -173,10 +183,8 @@ def require_kind(params, robot: str, kinds=("rotary",)):
 def model_for(robot: str, friction: bool = True, kinds=ALL_KINDS):
     """The model of ``robot`` (either kind by default); a robot whose ``type`` is not in
     ``kinds`` (the kinds the calling subcommand handles) is refused by name."""
-    from delta_core.robot_file import load_robot
-    from delta_dynamics.kinds import model_for as model_of
     params = require_kind(load_robot(robot), robot, kinds)
-    return model_of(params, friction=friction)
+    return kinds_model_for(params, friction=friction)
 
 
 SAMPLE = re.compile(r" \(sample \d+\)")
@@ -189,13 +197,41 @@ def row_error(table, err) -> CliError:
 
 
 def info(msg: str) -> None:
+    """Print ``msg`` on stderr (notes that are not the command's output)."""
     print(msg, file=sys.stderr)
 
 
 def fmt(v, spec=".9g") -> str:
+    """The numbers of ``v`` in ``spec`` format, separated by blanks."""
     return " ".join(format(float(x), spec) for x in v)
 
 
 def robot_option(sp, default=DEFAULT_ROBOT, help_=None):
+    """Add ``--robot NAME|FILE`` to the subparser ``sp``."""
     sp.add_argument("--robot", default=default, metavar="NAME|FILE",
                     help=help_ or f"robot preset name or robot file (default: {default})")
+
+
+def command(sub, name: str, func, help_: str, description: str | None = None):
+    """A subcommand ``name`` of ``sub`` run by ``func(args)``, with ``--robot``."""
+    sp = sub.add_parser(name, help=help_, description=description or help_)
+    sp.set_defaults(func=func)
+    robot_option(sp)
+    return sp
+
+
+def read_trajectory_input(args) -> tuple:
+    """(trajectory, table) of ``--trajectory`` read with ``--smoothing``; a note on stderr
+    when its velocities and accelerations come from a smoothing spline of the positions."""
+    data = read_trajectory(args.trajectory, smoothing=args.smoothing)
+    if data.derived:
+        info(f"{args.trajectory}: no velocity/acceleration columns: derived from a quintic "
+             f"smoothing spline (noise sigma per axis: {fmt(data.smoothing, '.3g')} m)")
+    return data.trajectory, data.table
+
+
+def trajectory_input(sp, smoothing_help: str, what: str = "input trajectory") -> None:
+    """Add ``--trajectory CSV`` (``what``) and ``--smoothing auto|SIGMA`` (for t,x,y,z-only
+    input) to the subparser ``sp``."""
+    sp.add_argument("--trajectory", required=True, metavar="CSV", help=what)
+    sp.add_argument("--smoothing", type=smoothing, default="auto", metavar="auto|SIGMA", help=smoothing_help)

@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 from delta_core.paths import output_file_arg
-from delta_dynamics.cli.args import CliError, fmt, info, require_kind, robot_option, row_error, smoothing
+from delta_core.robot_file import load_robot
+from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
+from delta_dynamics.cli.args import (CliError, command, read_trajectory_input, require_kind, row_error,
+                                     trajectory_input)
+from delta_dynamics.compare import ModelUnavailable, compare, model_function, parse_model_list, plot
+from delta_dynamics.kinds import model_for
 
 
 def cmd_compare(args) -> int:
-    from delta_core.robot_file import load_robot
-    from delta_dynamics.compare import ModelUnavailable, compare, model_function, parse_model_list, plot
-    from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
-    from delta_dynamics.model import DeltaModel
-    from delta_dynamics.trajectory_io import read_trajectory
-
+    """``compare``: the models' torques along a trajectory CSV, their differences, a plot."""
     try:
         names = parse_model_list(args.models)
         for n in names:
@@ -19,13 +19,9 @@ def cmd_compare(args) -> int:
     except (ModelUnavailable, ValueError) as e:
         raise CliError(f"--models: {e}") from None
     robot = require_kind(load_robot(args.robot), args.robot)
-    data = read_trajectory(args.trajectory, smoothing=args.smoothing)
-    traj, table = data.trajectory, data.table
-    if data.derived:
-        info(f"{args.trajectory}: no velocity/acceleration columns: derived from a quintic "
-             f"smoothing spline (noise sigma per axis: {fmt(data.smoothing, '.3g')} m)")
+    traj, table = read_trajectory_input(args)
     try:
-        inverse_kinematics(DeltaModel(robot), traj.X, check_limits=True)
+        inverse_kinematics(model_for(robot), traj.X, check_limits=True)
         res = compare(robot, traj, names)
     except UnreachableError as e:
         raise row_error(table, e) from None
@@ -39,19 +35,15 @@ def cmd_compare(args) -> int:
 
 
 def register(sub) -> None:
-    cp = sub.add_parser("compare", help="compare dynamic models along a trajectory (RMS/max differences, plot)",
-                        description="Rigid-body actuator torques (without joint friction) of several "
-                        "models along a trajectory CSV. Prints, for each model, the RMS and the "
-                        "largest difference from the first model in % of the first model's peak "
-                        "|tau| (over joints and samples), and the runtime per sample; --plot draws "
-                        "the torques and the differences.")
-    robot_option(cp)
-    cp.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory")
+    """Add ``compare`` to the subcommands ``sub``."""
+    cp = command(sub, "compare", cmd_compare, "compare dynamic models along a trajectory (RMS/max differences, plot)",
+                 "Rigid-body actuator torques (without joint friction) of several models along a trajectory "
+                 "CSV. Prints, for each model, the RMS and the largest difference from the first model in % "
+                 "of the first model's peak |tau| (over joints and samples), and the runtime per sample; "
+                 "--plot draws the torques and the differences.")
+    trajectory_input(cp, "for t,x,y,z-only input: as for 'inverse' (default: auto)")
     cp.add_argument("--models", default="explicit,staicu", metavar="A,B[,...]",
                     help="comma-separated models, the first is the reference (default: %(default)s; "
                     "known: explicit, staicu, multibody, mujoco where their packages are installed, and "
                     "whatever else delta_dynamics.compare.MODELS registers)")
     cp.add_argument("--plot", metavar="PNG", default=None, type=output_file_arg, help="write a plot of torques and differences")
-    cp.add_argument("--smoothing", type=smoothing, default="auto", metavar="auto|SIGMA",
-                    help="for t,x,y,z-only input: as for 'inverse' (default: auto)")
-    cp.set_defaults(func=cmd_compare)

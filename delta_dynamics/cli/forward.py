@@ -4,8 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from delta_core.paths import output_file_arg
-from delta_dynamics.cli.args import (SAMPLE, CliError, float_in, info, int_in, model_for,
-                                     robot_option)
+from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits,
+                                       forward_dynamics, inverse_kinematics, joint_units, simulate_adaptive,
+                                       simulate_fixed)
+from delta_dynamics.cli.args import SAMPLE, CliError, command, float_in, info, int_in, model_for
+from delta_dynamics.common.trajectory import Trajectory
+from delta_dynamics.trajectory_io import read_joint_data, write_trajectory
 
 #: Most fixed integration steps (rows times --substeps) of one run: a few minutes.
 MAX_STEPS = 10_000_000
@@ -26,13 +30,8 @@ class _Clock:
 
 
 def cmd_forward(args) -> int:
-    from scipy.interpolate import CubicSpline
-
-    from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits,
-                                           forward_dynamics, inverse_kinematics, joint_units,
-                                           simulate_adaptive, simulate_fixed)
-    from delta_dynamics.trajectories import Trajectory
-    from delta_dynamics.trajectory_io import read_joint_data, write_trajectory
+    """``forward``: simulate the model of ``--robot`` under the efforts of a joint-data CSV."""
+    from scipy.interpolate import CubicSpline   # heavy (seconds on a loaded machine): this command only
 
     m = model_for(args.robot, friction=not args.no_friction)
     jd = read_joint_data(args.torques, effort=joint_units(m)["effort_column"])
@@ -87,13 +86,11 @@ def cmd_forward(args) -> int:
 
 
 def register(sub) -> None:
-    # forward
-    fp = sub.add_parser("forward", help="simulate the robot under a torque (force) CSV",
-                        description="Forward simulation from the first row's state (q, qd) "
-                        "under the torques of a joint-data CSV (the carriage forces f1,f2,f3 for a "
-                        "linear Delta); writes a trajectory CSV with accelerations from the forward "
-                        "dynamics.")
-    robot_option(fp)
+    """Add ``forward`` to the subcommands ``sub``."""
+    fp = command(sub, "forward", cmd_forward, "simulate the robot under a torque (force) CSV",
+                 "Forward simulation from the first row's state (q, qd) under the torques of a joint-data "
+                 "CSV (the carriage forces f1,f2,f3 for a linear Delta); writes a trajectory CSV with "
+                 "accelerations from the forward dynamics.")
     fp.add_argument("--torques", required=True, metavar="CSV",
                     help="input joint data (t, q, qd, tau; f instead of tau for a linear Delta)")
     fp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output trajectory")
@@ -108,4 +105,3 @@ def register(sub) -> None:
     fp.add_argument("--atol", type=float_in(1e-15, 1.0), default=1e-11,
                     help="adaptive: absolute tolerance, 1e-15 to 1 (default: %(default)g)")
     fp.add_argument("--no-friction", action="store_true", help="leave joint friction out")
-    fp.set_defaults(func=cmd_forward)

@@ -4,19 +4,20 @@ from __future__ import annotations
 import numpy as np
 
 from delta_core.paths import output_file_arg
-from delta_dynamics.cli.args import CliError, fmt, info, model_for, robot_option, row_error, smoothing
+from delta_dynamics.algorithms import (UnreachableError, friction_torque, inverse_dynamics,
+                                       inverse_kinematics, joint_state, joint_units)
+from delta_dynamics.cli.args import (CliError, command, fmt, info, model_for, read_trajectory_input, row_error,
+                                     trajectory_input)
+from delta_dynamics.compare import ModelUnavailable, model_function
+from delta_dynamics.trajectory_io import joint_columns, write_csv
 
 
 def cmd_inverse(args) -> int:
-    from delta_dynamics.algorithms import (UnreachableError, friction_torque, inverse_dynamics,
-                                           inverse_kinematics, joint_state, joint_units)
-    from delta_dynamics.trajectory_io import joint_columns, read_trajectory, write_csv
-
+    """``inverse``: joint positions and efforts along a trajectory CSV."""
     m = model_for(args.robot, friction=not args.no_friction)
     units = joint_units(m)
     other = None
     if args.model != "explicit":
-        from delta_dynamics.compare import ModelUnavailable, model_function
         if units["effort_column"] != "tau":
             raise CliError(f"--model {args.model}: the reference models are for rotary Deltas; "
                            f"{m.robot.name} is a linear one")
@@ -24,11 +25,7 @@ def cmd_inverse(args) -> int:
             other = model_function(args.model)
         except ModelUnavailable as e:
             raise CliError(str(e)) from None
-    data = read_trajectory(args.trajectory, smoothing=args.smoothing)
-    traj, table = data.trajectory, data.table
-    if data.derived:
-        info(f"{args.trajectory}: no velocity/acceleration columns: derived from a quintic "
-              f"smoothing spline (noise sigma per axis: {fmt(data.smoothing, '.3g')} m)")
+    traj, table = read_trajectory_input(args)
     try:
         inverse_kinematics(m, traj.X, check_limits=True)
         q, qd, qdd = joint_state(m, traj.X, traj.Xd, traj.Xdd)
@@ -67,16 +64,15 @@ def _warn_limits(m, table, qd, qdd, tau, units) -> None:
 
 
 def register(sub) -> None:
-    # inverse
-    ip = sub.add_parser("inverse", help="joint angles and torques along a trajectory CSV",
-                        description="Inverse dynamics along a trajectory CSV. Writes "
-                        "t,q1,q2,q3,qd1,qd2,qd3,qdd1,qdd2,qdd3,tau1,tau2,tau3 (rad, rad/s, "
-                        "rad/s^2, N m at the arm), with --powers also p1,p2,p3 (W); for a linear "
-                        "(prismatic) Delta t,q1..,qd1..,qdd1..,f1,f2,f3 (carriage positions in m, "
-                        "m/s, m/s^2, forces in N). A trajectory with only t,x,y,z gets its "
-                        "velocity and acceleration from a quintic smoothing spline per axis.")
-    robot_option(ip)
-    ip.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory")
+    """Add ``inverse`` to the subcommands ``sub``."""
+    ip = command(sub, "inverse", cmd_inverse, "joint angles and torques along a trajectory CSV",
+                 "Inverse dynamics along a trajectory CSV. Writes t,q1,q2,q3,qd1,qd2,qd3,qdd1,qdd2,qdd3,"
+                 "tau1,tau2,tau3 (rad, rad/s, rad/s^2, N m at the arm), with --powers also p1,p2,p3 (W); "
+                 "for a linear Delta t,q1..,qd1..,qdd1..,f1,f2,f3 (carriage positions in m, m/s, m/s^2, "
+                 "forces in N). A trajectory with only t,x,y,z gets its velocity and acceleration from a "
+                 "quintic smoothing spline per axis.")
+    trajectory_input(ip, "for t,x,y,z-only input: RMS position noise in m the spline may smooth away; "
+                     "'auto' estimates it from the data, 0 interpolates (default: auto)")
     ip.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output joint data")
     ip.add_argument("--model", default="explicit", metavar="NAME",
                     help="dynamic model: 'explicit' (Asadi & Heydari, lumped forearm; the default), "
@@ -85,8 +81,4 @@ def register(sub) -> None:
                     "registered in delta_dynamics.compare.MODELS")
     ip.add_argument("--powers", action="store_true",
                     help="add the actuator powers p_i = tau_i qd_i (W) as columns p1,p2,p3")
-    ip.add_argument("--smoothing", type=smoothing, default="auto", metavar="auto|SIGMA",
-                    help="for t,x,y,z-only input: RMS position noise in m the spline may smooth "
-                    "away; 'auto' estimates it from the data, 0 interpolates (default: auto)")
     ip.add_argument("--no-friction", action="store_true", help="leave joint friction out")
-    ip.set_defaults(func=cmd_inverse)

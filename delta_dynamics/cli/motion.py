@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+# the package's timing names load scipy's interpolation and toppra on first use (PEP 562), so
+# the other subcommands start without them
+from delta_dynamics import motion as planning
 from delta_dynamics.cli.args import (MAX_LENGTH, CliError, coordinate, duration0, float_in, fmt, int_in,
                                      model_for, robot_option, sample_time)
+from delta_dynamics.trajectory_io import read_csv, write_csv
 
 #: The share of the effort limits a timing may use.
 torque_scale = float_in(0.0, 1.0, lo_open=True, why="a share of the robot file's limit")
@@ -25,9 +29,7 @@ REPORT_LINES = 40
 
 def _path_points(path_csv):
     """(points (N, 3), table) of a path CSV (columns x, y, z in path order)."""
-    from delta_dynamics.motion.path import MAX_POINTS
-    from delta_dynamics.trajectory_io import read_csv
-    table = read_csv(path_csv, ("x", "y", "z"), min_rows=2, increasing=None, max_rows=MAX_POINTS)
+    table = read_csv(path_csv, ("x", "y", "z"), min_rows=2, increasing=None, max_rows=planning.MAX_POINTS)
     return table.stack(("x", "y", "z")), table
 
 
@@ -67,37 +69,31 @@ def _print_result(out, motion, legs, extra: str = "") -> None:
 
 
 def cmd_retime(args) -> int:
-    from delta_dynamics.motion.path import PathError, spline_path
-    from delta_dynamics.motion.timing import RetimeError, retime_path
-    from delta_dynamics.motion.sampled import sample
-    from delta_dynamics.trajectory_io import write_csv
-
+    """``delta-dynamics retime``: time a path CSV time-optimally, write the sampled motion."""
     m = model_for(args.robot)
     points, table = _path_points(args.path)
     try:
-        path = spline_path(points)
-    except PathError as e:
+        path = planning.spline_path(points)
+    except planning.PathError as e:
         if e.index is not None:
             raise CliError(f"{_line(table, e.index)}: {e}") from None
         raise CliError(f"{args.path}: {e}") from None
     try:
-        timing = retime_path(m, path, friction=not args.no_friction, torque_scale=args.torque_scale,
+        timing = planning.retime_path(m, path, friction=not args.no_friction, torque_scale=args.torque_scale,
                              gridpoints_count=args.gridpoints)
-    except RetimeError as e:
+    except planning.RetimeError as e:
         where = f" ({_between(table, points, e.s)})" if e.s is not None else ""
         raise CliError(f"{args.path}: {e}{where}") from None
-    motion = sample([timing], dt=args.dt)
+    motion = planning.sample([timing], dt=args.dt)
     write_csv(args.out, motion.header(), motion.table())
     _print_result(args.out, motion, [timing])
     return 0
 
 
 def cmd_plan_pick(args) -> int:
-    from delta_dynamics.motion.pick import plan_pick
-    from delta_dynamics.trajectory_io import write_csv
-
+    """``delta-dynamics plan pick``: time-optimal pick-and-place cycles, written as CSV."""
     m = model_for(args.robot)
-    plan = plan_pick(m, args.start, args.end, height=args.height, blend=args.blend, dwell=args.dwell,
+    plan = planning.plan_pick(m, args.start, args.end, height=args.height, blend=args.blend, dwell=args.dwell,
                      cycles=args.cycles, dt=args.dt, friction=not args.no_friction,
                      torque_scale=args.torque_scale)
     write_csv(args.out, plan.motion.header(), plan.motion.table())
@@ -110,6 +106,7 @@ def cmd_plan_pick(args) -> int:
 
 
 def _common(sp) -> None:
+    """The options both subcommands share."""
     robot_option(sp)
     sp.add_argument("--out", required=True, metavar="CSV", help="output trajectory with joint columns")
     sp.add_argument("--no-friction", action="store_true", help="leave joint friction out of the efforts "
@@ -121,6 +118,7 @@ def _common(sp) -> None:
 
 
 def register(sub) -> None:
+    """Add the ``retime`` and ``plan`` subcommands to ``sub``."""
     # retime
     rp = sub.add_parser("retime", help="time-optimal timing of a path of platform points (toppra)",
                         description="Time a path of platform points as fast as the joint velocity, "

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from delta_dynamics.cli.args import coordinate, float_in, fmt, model_for, robot_option
+from delta_dynamics.algorithms import check_joint_limits, forward_kinematics, inverse_kinematics, joint_units
+from delta_dynamics.cli.args import command, coordinate, float_in, fmt, model_for
 
 #: A joint position argument: an arm angle (rad; a Delta arm turns less than one turn either
 #: way) or a linear Delta's carriage position (m; no machine's rails are 10 m long).
@@ -11,7 +12,7 @@ angle = float_in(-10.0, 10.0, unit="rad", why="an arm angle in rad, or a carriag
 
 
 def cmd_ik(args) -> int:
-    from delta_dynamics.algorithms import inverse_kinematics, joint_units
+    """``ik``: the joint positions of one platform position."""
     m = model_for(args.robot)
     q = inverse_kinematics(m, [args.x, args.y, args.z], check_limits=not args.no_limits)
     unit = joint_units(m)["position"]
@@ -22,7 +23,7 @@ def cmd_ik(args) -> int:
 
 
 def cmd_fk(args) -> int:
-    from delta_dynamics.algorithms import check_joint_limits, forward_kinematics
+    """``fk``: the platform position of one joint vector."""
     m = model_for(args.robot)
     q = [args.q1, args.q2, args.q3]
     if not args.no_limits:
@@ -33,17 +34,13 @@ def cmd_fk(args) -> int:
 
 
 def register(sub) -> None:
-    # ik / fk
-    k = sub.add_parser("ik", help="joint angles (carriage positions) for one platform position")
-    for n in ("x", "y", "z"):
-        k.add_argument(n, type=coordinate, metavar=n.upper(), help="m")
-    robot_option(k)
-    k.add_argument("--no-limits", action="store_true", help="do not check the joint position limits")
-    k.set_defaults(func=cmd_ik)
-
-    f = sub.add_parser("fk", help="platform position for one set of joint angles (carriage positions)")
-    for n in ("q1", "q2", "q3"):
-        f.add_argument(n, type=angle, metavar=n.upper(), help="rad (m for a linear Delta)")
-    robot_option(f)
-    f.add_argument("--no-limits", action="store_true", help="do not check the joint position limits")
-    f.set_defaults(func=cmd_fk)
+    """Add ``ik`` and ``fk`` to the subcommands ``sub``."""
+    for name, func, help_, args, kind, unit in (
+            ("ik", cmd_ik, "joint angles (carriage positions) for one platform position", ("x", "y", "z"),
+             coordinate, "m"),
+            ("fk", cmd_fk, "platform position for one set of joint angles (carriage positions)",
+             ("q1", "q2", "q3"), angle, "rad (m for a linear Delta)")):
+        sp = command(sub, name, func, help_)
+        for n in args:
+            sp.add_argument(n, type=kind, metavar=n.upper(), help=unit)
+        sp.add_argument("--no-limits", action="store_true", help="do not check the joint position limits")

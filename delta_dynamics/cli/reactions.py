@@ -11,17 +11,17 @@ world frame. ``--torques`` also writes the motor torques as joint data.
 from __future__ import annotations
 
 from delta_core.paths import output_file_arg
-from delta_dynamics.cli.args import CliError, info, require_kind, robot_option, row_error, smoothing
+from delta_core.robot_file import load_robot
+from delta_dynamics.algorithms import UnreachableError, inverse_kinematics, joint_state
+from delta_dynamics.cli.args import CliError, command, info, require_kind, row_error, trajectory_input
+from delta_dynamics.cli.simulate import REACTION_COLUMNS, reaction_table
+from delta_dynamics.reference.multibody.reactions import inverse_dynamics
+from delta_dynamics.reference.multibody.system import MultibodySystem
+from delta_dynamics.trajectory_io import read_trajectory, write_csv, write_joint_data
 
 
 def cmd_reactions(args) -> int:
-    from delta_core.robot_file import load_robot
-    from delta_dynamics.cli.simulate import REACTION_COLUMNS, reaction_table
-    from delta_dynamics.kinematics import UnreachableError, inverse_kinematics
-    from delta_dynamics.multibody.reactions import inverse_dynamics
-    from delta_dynamics.multibody.system import MultibodySystem
-    from delta_dynamics.trajectory_io import read_trajectory, write_csv, write_joint_data
-
+    """``reactions``: the multibody model's joint reactions (and torques) along a trajectory."""
     s = MultibodySystem(require_kind(load_robot(args.robot), args.robot))
     tf = read_trajectory(args.trajectory, smoothing=args.smoothing)
     traj = tf.trajectory
@@ -35,7 +35,6 @@ def cmd_reactions(args) -> int:
         raise row_error(tf.table, e) from None
     write_csv(args.out, REACTION_COLUMNS, reaction_table(traj.t, out.reactions))
     if args.torques:
-        from delta_dynamics.dynamics import joint_state
         _, _, qdd = joint_state(s.kinematics, traj.X, traj.Xd, traj.Xdd)
         write_joint_data(args.torques, traj.t, out.q, out.qd, qdd, out.tau)
     if out.residual > 1e-6:
@@ -47,15 +46,13 @@ def cmd_reactions(args) -> int:
 
 
 def register(sub) -> None:
-    rp = sub.add_parser("reactions", help="joint reaction forces along a platform trajectory (multibody)",
-                        description="Inverse dynamics of the multibody model (Elshami et al.) along a "
-                        "trajectory CSV: the reaction forces at the platform joints and the shoulders "
-                        "(world frame) and, with --torques, the motor torques.")
-    robot_option(rp)
-    rp.add_argument("--trajectory", required=True, metavar="CSV", help="input trajectory (t,x,y,z[,xd..zdd])")
+    """Add ``reactions`` to the subcommands ``sub``."""
+    rp = command(sub, "reactions", cmd_reactions, "joint reaction forces along a platform trajectory (multibody)",
+                 "Inverse dynamics of the multibody model (Elshami et al.) along a trajectory CSV: the "
+                 "reaction forces at the platform joints and the shoulders (world frame) and, with "
+                 "--torques, the motor torques.")
+    trajectory_input(rp, "position-only input: noise level in m, or auto (default: auto)",
+                     "input trajectory (t,x,y,z[,xd..zdd])")
     rp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output: reaction forces")
     rp.add_argument("--torques", metavar="CSV", type=output_file_arg, help="also write the motor torques as joint data")
-    rp.add_argument("--smoothing", type=smoothing, default="auto",
-                    help="position-only input: noise level in m, or auto (default: auto)")
     rp.add_argument("--no-friction", action="store_true", help="leave joint friction out of the torques")
-    rp.set_defaults(func=cmd_reactions)

@@ -17,7 +17,15 @@ import sys
 import numpy as np
 
 from delta_core.paths import output_file_arg
-from delta_dynamics.cli.args import SAMPLE, CliError, count, require_kind, robot_option
+from delta_core.progress import Progress
+from delta_core.robot_file import load_robot
+from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits, joint_state,
+                                       joint_units, simulate_fixed)
+from delta_dynamics.cli.args import SAMPLE, CliError, command, count, require_kind
+from delta_dynamics.kinds import model_for
+from delta_dynamics.reference.multibody.simulation import simulate
+from delta_dynamics.reference.multibody.system import MultibodySystem
+from delta_dynamics.trajectory_io import read_joint_data, write_csv
 
 MODELS = ("multibody", "explicit")
 SIM_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "q1", "q2", "q3", "qd1", "qd2", "qd3", "violation")
@@ -26,17 +34,13 @@ REACTION_COLUMNS = (("t",) + tuple(f"f{i}{a}" for i in (1, 2, 3) for a in "xyz")
 
 
 def reaction_table(t, reactions) -> np.ndarray:
-    """Rows of ``reactions.csv`` from :class:`delta_dynamics.multibody.reactions.Reactions`."""
+    """Rows of ``reactions.csv`` from :class:`delta_dynamics.reference.multibody.reactions.Reactions`."""
     n = len(t)
     return np.column_stack([t, reactions.platform_force.reshape(n, 9), reactions.shoulder_force.reshape(n, 9)])
 
 
 def cmd_simulate(args) -> int:
-    from delta_core.robot_file import load_robot
-    from delta_dynamics.algorithms import UnreachableError, check_joint_limits, joint_units
-    from delta_dynamics.kinds import model_for
-    from delta_dynamics.trajectory_io import read_joint_data, write_csv
-
+    """``simulate``: a plant model (multibody or explicit) under the torques of a joint-data CSV."""
     robot = load_robot(args.robot)
     if args.model == "multibody":
         require_kind(robot, args.robot)            # the multibody model is of a rotary Delta
@@ -69,11 +73,7 @@ def cmd_simulate(args) -> int:
 
 
 def _multibody(robot, jd, args):
-    from delta_dynamics.multibody.simulation import simulate
-    from delta_dynamics.multibody.system import MultibodySystem
-
-    from delta_core.progress import Progress
-
+    """(rows, reaction rows, note) of the multibody model's run."""
     s = MultibodySystem(robot)
     hold = args.hold if args.method == "rk4" else "zero"
     # a bar on a terminal, one timing line on stdout otherwise (minutes for a few seconds of motion)
@@ -89,8 +89,7 @@ def _multibody(robot, jd, args):
 
 
 def _explicit(m, jd, args):
-    from delta_dynamics.algorithms import cartesian_state, joint_state, simulate_fixed
-
+    """(rows, None, note) of the explicit model's run (the plant's fixed step)."""
     if args.no_friction:
         m = m.without_friction()
     X0, V0, _ = cartesian_state(m, jd.q[0], jd.qd[0])
@@ -108,14 +107,13 @@ def _explicit(m, jd, args):
 
 
 def register(sub) -> None:
-    sp = sub.add_parser("simulate", help="simulate a plant model (multibody or explicit) under a torque CSV",
-                        description="Forward simulation from the first row's state (q, qd) under the "
-                        "torques of a joint-data CSV on the multibody model (Elshami et al.: every body, "
-                        "joints as constraints, projection onto the constraint manifold) or the explicit "
-                        "model; writes t,x,y,z,xd,yd,zd,q1..3,qd1..3,violation and, for the multibody "
-                        "model, the joint reaction forces.")
+    """Add ``simulate`` to the subcommands ``sub``."""
+    sp = command(sub, "simulate", cmd_simulate, "simulate a plant model (multibody or explicit) under a torque CSV",
+                 "Forward simulation from the first row's state (q, qd) under the torques of a joint-data "
+                 "CSV on the multibody model (Elshami et al.: every body, joints as constraints, projection "
+                 "onto the constraint manifold) or the explicit model; writes t,x,y,z,xd,yd,zd,q1..3,"
+                 "qd1..3,violation and, for the multibody model, the joint reaction forces.")
     sp.add_argument("--model", choices=MODELS, default="multibody", help="plant model (default: %(default)s)")
-    robot_option(sp)
     sp.add_argument("--torques", required=True, metavar="CSV", help="input joint data (t, q, qd, tau)")
     sp.add_argument("--out", required=True, metavar="CSV", type=output_file_arg, help="output: simulated states")
     sp.add_argument("--reactions", metavar="CSV", type=output_file_arg, help="multibody only: also write the joint reaction forces")
@@ -130,4 +128,3 @@ def register(sub) -> None:
     sp.add_argument("--stabilisation", choices=("projection", "baumgarte", "none"), default="projection",
                     help="multibody: constraint stabilisation (default: %(default)s)")
     sp.add_argument("--no-friction", action="store_true", help="leave joint friction out")
-    sp.set_defaults(func=cmd_simulate)

@@ -3,10 +3,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from delta_core.paths import output_file_arg
+from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
 from delta_dynamics.cli.args import (SAMPLE, CliError, check_samples, coordinate, duration,
                                      duration0, float_in, info, int_in, length, model_for,
                                      robot_option, sample_time)
+from delta_dynamics.motion import trajectories as tr
+from delta_dynamics.trajectory_io import write_trajectory
 
 #: Most pick-and-place cycles (each is two legs of three profiles).
 MAX_CYCLES = 100_000
@@ -21,9 +26,8 @@ WORKSPACE_NOTE = ("Geometric defaults: the values shown place the path in nt_rob
 
 
 def _lissajous_length(x0: float, y0: float, wx: float = 6 * math.pi, wy: float = 4 * math.pi) -> float:
-    """Length (m) of the Lissajous path of :func:`delta_dynamics.trajectories.lissajous`
+    """Length (m) of the Lissajous path of :func:`delta_dynamics.motion.trajectories.lissajous`
     (its default frequencies and phases), by the trapezoidal rule on 20001 points."""
-    import numpy as np
     u = np.linspace(0.0, 1.0, 20001)
     speed = np.hypot(x0 * wx * np.cos(wx * u + math.pi / 2), y0 * wy * np.cos(wy * u))
     return float(np.trapezoid(speed, u))
@@ -47,7 +51,7 @@ def _expected_samples(args) -> tuple:
 
 
 def _make_trajectory(args):
-    from delta_dynamics import trajectories as tr
+    """The trajectory the options describe."""
     if args.kind == "circle":
         return tr.circle(radius=args.radius, depth=args.depth, period=args.period,
                          duration=args.duration, center=tuple(args.center), dt=args.dt,
@@ -68,13 +72,12 @@ def _make_trajectory(args):
 def _fill_defaults(args, m):
     """Set every geometric option left at its default (None): ``DEFAULTS[kind]``, or with
     ``--robot`` the defaults that lie in that robot's workspace
-    (:func:`delta_dynamics.trajectories.workspace_defaults`, said on stderr when they differ)."""
-    from delta_dynamics.trajectories import DEFAULTS, workspace_defaults
-    names = list(DEFAULTS[args.kind])
+    (:func:`delta_dynamics.motion.trajectories.workspace_defaults`, said on stderr when they differ)."""
+    names = list(tr.DEFAULTS[args.kind])
     unset = [n for n in names if getattr(args, n) is None]
     if not unset:
         return
-    options, fitted = workspace_defaults(m, args.kind) if m is not None else (DEFAULTS[args.kind], False)
+    options, fitted = tr.workspace_defaults(m, args.kind) if m is not None else (tr.DEFAULTS[args.kind], False)
     for n in unset:
         setattr(args, n, options[n])
     if fitted:
@@ -85,8 +88,8 @@ def _fill_defaults(args, m):
 
 
 def cmd_trajectory(args) -> int:
-    from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
-    from delta_dynamics.trajectory_io import write_trajectory
+    """``trajectory``: write a platform trajectory CSV (checked against ``--robot`` if given);
+    geometric options not given are filled in first (:func:`_fill_defaults`)."""
     if args.tool and not args.robot:
         raise CliError("--tool needs --robot: the tool offset comes from the robot file")
     m = model_for(args.robot) if args.robot else None
@@ -109,6 +112,7 @@ def cmd_trajectory(args) -> int:
 
 
 def register(sub) -> None:
+    """Add the ``trajectory`` subcommand (and its path kinds) to ``sub``."""
     # trajectory
     tp = sub.add_parser("trajectory", help="write a circle, Lissajous, pick-and-place or ellipse trajectory CSV",
                         description="Write a platform trajectory as CSV (t,x,y,z,xd,yd,zd,xdd,ydd,zdd; SI).",
@@ -172,7 +176,7 @@ def register(sub) -> None:
     pp.add_argument("--dwell", type=duration0, default=0.1, help="s at rest after each leg (default: %(default)g)")
     common(pp)
 
-    from delta_dynamics.trajectories import STAICU_ELLIPSE as E
+    E = tr.STAICU_ELLIPSE
     el = tsub.add_parser("ellipse", help="elliptic path of Staicu & Carp-Ciocardia (eq. 7)",
                          description="X(t) = START + A sin(w t) + B (1 - cos(w t)), w = 2 pi / PERIOD, "
                          "with analytic velocity and acceleration. The defaults are the paper's path "

@@ -1,8 +1,8 @@
 """Dynamic parameter identification for Delta robots of either kind (pure numpy/scipy, no rclpy).
 
 The inverse dynamics is linear in the lumped parameters, tau = Y(q, q_dot, q_ddot) pi
-(Kim et al. 2022 eq. 26 with eq. 30; the explicit model of :mod:`delta_dynamics.dynamics`;
-for a linear Delta the carriage forces of :mod:`delta_dynamics.prismatic.dynamics`, eq. 14),
+(Kim et al. 2022 eq. 26 with eq. 30; the explicit model of :mod:`delta_dynamics.rotary.dynamics`;
+for a linear Delta the carriage forces of :mod:`delta_dynamics.linear.dynamics`, eq. 14),
 so identification is a regression on the stacked system A pi = b, A = [Y(k)]_k, b = [tau(k)]_k.
 The parameter set, the regressor and the robot file update are the model's kind's
 (:func:`delta_dynamics.algorithms.parameter_set`); everything else is shared:

@@ -29,16 +29,19 @@ BLOCK = 65536
 
 def typestore():
     """The rosbags type store of ROS 2 Jazzy (the messages' definitions and hashes)."""
+    # rosbags: loaded for bags only
     from rosbags.typesys import Stores, get_typestore
     return get_typestore(Stores.ROS2_JAZZY)
 
 
 def one_line(e: Exception, limit: int = 300) -> str:
+    """The message of ``e`` on one line, cut to ``limit`` characters (for error messages)."""
     text = " ".join(str(e).split()) or type(e).__name__
     return text if len(text) <= limit else text[:limit] + "..."
 
 
 def short(value, limit: int = 200) -> str:
+    """``repr(value)`` cut to ``limit`` characters, saying how long it was (for error messages)."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
@@ -91,6 +94,8 @@ class _Layout:
         self.idx = None
 
     def key(self, raw: bytes):
+        """What two messages of the same layout share: the length, the frame id, the joint names
+        and the array counts."""
         return _key(raw, self.key_end, self.vel_count, self.eff_count)
 
 
@@ -207,6 +212,7 @@ class JointStateBag:
     """
 
     def __init__(self, path, topic, joint_names):
+        # rosbags: loaded for bags only
         from rosbags.rosbag2 import Reader
         self.path, self.topic = Path(path), topic
         try:
@@ -261,6 +267,7 @@ class JointStateBag:
         return stamp, np.asarray(rxs, np.int64), q, e
 
     def close(self):
+        """Close the bag."""
         self.reader.close()
 
     def __enter__(self):

@@ -22,6 +22,25 @@ import time
 from pathlib import Path
 
 import numpy as np
+import yaml
+
+from delta_core.atomic_file import atomic_write_text
+from delta_core.progress import Progress, progress_mode
+from delta_core.robot_file import RobotFileError, load_robot
+from delta_core.termination import run_terminable
+from delta_dynamics.algorithms import joint_units, parameter_set
+from delta_dynamics.cli.args import float_in, int_in, sample_time
+from delta_dynamics.kinds import model_for
+from delta_dynamics.limits import MAX_SAMPLES
+
+from . import IdentificationError
+from .data import MAX_DECIMATE, MAX_RESAMPLE_RATE, Preprocessing, is_bag, preprocess
+from .estimators import METHODS
+from .excitation import design_excitation, load_excitation, save_excitation, write_trajectory_csv
+from .pipeline import MAX_CONDITION, Options, build_problem, identify, result_problems
+from .report import write_report
+from .robot_update import identified_robot, model_from_robot_file, write_robot_file
+from .stream import STREAM_ABOVE, finish, identify_stream, in_memory, read_stream, stream_problem
 
 from delta_core.paths import output_dir_arg, output_file_arg
 
@@ -34,14 +53,7 @@ MAX_ITERATIONS = 100_000
 # ----------------------------------------------------------------------------- arguments
 
 def _identify_parser():
-    from delta_dynamics.cli.args import float_in, int_in
-    from delta_dynamics.limits import MAX_SAMPLES
-
-    from .stream import STREAM_ABOVE
-
-    from .data import MAX_DECIMATE, MAX_RATE
-    from .estimators import METHODS
-    from .pipeline import MAX_CONDITION
+    """The argument parser of ``delta-identify``."""
     p = argparse.ArgumentParser(
         prog=PROG, description="Identify the dynamic parameters of a Delta robot from joint positions "
         "and efforts (CSV or rosbag2) and write an updated robot file. "
@@ -79,8 +91,8 @@ def _identify_parser():
                    help=f"keep every n-th sample after filtering, 1 to {MAX_DECIMATE}")
     g.add_argument("--resample", choices=("auto", "always", "never"), default="auto",
                    help="resample irregular time stamps onto a uniform grid (default: when jitter > 5 %%)")
-    g.add_argument("--rate", type=float_in(0, MAX_RATE, unit="Hz", lo_open=True),
-                   help=f"resampling rate in Hz, up to {MAX_RATE:g} (default: 1 / median step)")
+    g.add_argument("--rate", type=float_in(0, MAX_RESAMPLE_RATE, unit="Hz", lo_open=True),
+                   help=f"resampling rate in Hz, up to {MAX_RESAMPLE_RATE:g} (default: 1 / median step)")
     g.add_argument("--gap-factor", type=float_in(1, 1e6, lo_open=True), default=5.0,
                    help="a step longer than this times the median splits the data (> 1, default 5)")
     g.add_argument("--trim", type=int_in(0, MAX_SAMPLES),
@@ -123,8 +135,7 @@ def _identify_parser():
 
 
 def _excite_parser():
-    from delta_dynamics.cli.args import float_in, int_in, sample_time
-
+    """The argument parser of ``delta-identify excite``."""
     p = argparse.ArgumentParser(
         prog=f"{PROG} excite", description="Design an excitation trajectory (finite Fourier series in joint "
         "space, optimised for the regressor's condition number, inside every limit) and write it as a "
@@ -168,7 +179,6 @@ class _Exit(Exception):
 
 def _progress(args, label, unit="", quiet=False, value_label="best"):
     """A :class:`delta_core.progress.Progress`: a bar on a terminal, else one line on stdout."""
-    from delta_core.progress import Progress, progress_mode
     return Progress(label, unit=unit, enabled=progress_mode(args.no_progress, args.progress),
                     summary=not (args.no_progress or quiet), summary_stream=sys.stdout, value_label=value_label)
 
@@ -184,10 +194,6 @@ def _table(header, rows) -> str:
 def _read(path, robot, args, what):
     """The samples of a CSV file or a bag, read a block at a time (:func:`.stream.read_stream`);
     at most MAX_SAMPLES with ``--stream never`` (the in-memory fit's limit)."""
-    from delta_dynamics.limits import MAX_SAMPLES
-
-    from .data import is_bag
-    from .stream import read_stream
     bag = is_bag(path)
     with _progress(args, f"reading {what}", "messages" if bag else "bytes", quiet=args.quiet) as bar:
         return read_stream(path, robot, topic=args.topic, effort=args.effort, stamp=args.stamp,
@@ -195,17 +201,9 @@ def _read(path, robot, args, what):
 
 
 def run_identify(argv) -> int:
+    """``delta-identify``: fit the parameters to the data of ``argv`` and report (and write)
+    them; the exit status."""
     args = _identify_parser().parse_args(argv)
-    from delta_core.robot_file import load_robot
-
-    from . import IdentificationError
-    from .data import Preprocessing
-    from .estimators import METHODS
-    from delta_dynamics.algorithms import joint_units, parameter_set
-
-    from .pipeline import Options, result_problems
-    from .robot_update import identified_robot, model_from_robot_file, write_robot_file
-
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a))
     robot = load_robot(args.robot)
     model = model_from_robot_file(robot)
@@ -228,22 +226,14 @@ def run_identify(argv) -> int:
                    pso_iterations=args.pso_iterations, pso_samples=args.pso_samples or None, seed=args.seed)
     opened = []
     try:
-        return _identify(args, robot, model, units, eu, ec, pset, pre, opts, say, opened, METHODS,
-                         result_problems, identified_robot, model_from_robot_file, write_robot_file)
+        return _identify(args, robot, model, units, eu, ec, pset, pre, opts, say, opened)
     finally:
         for d in opened:
             d.close()
 
 
-def _identify(args, robot, model, units, eu, ec, pset, pre, opts, say, opened, METHODS,
-              result_problems, identified_robot, model_from_robot_file, write_robot_file) -> int:
-    from delta_dynamics.limits import MAX_SAMPLES
-
-    from . import IdentificationError
-    from .data import preprocess
-    from .pipeline import build_problem, identify
-    from .stream import STREAM_ABOVE, finish, identify_stream, in_memory, stream_problem
-
+def _identify(args, robot, model, units, eu, ec, pset, pre, opts, say, opened) -> int:
+    """Read, fit, report and write (:func:`run_identify`'s work once the options are checked)."""
     t0 = time.perf_counter()
     sdata = _read(args.data, robot, args, "data")
     opened.append(sdata)
@@ -357,7 +347,6 @@ def _identify(args, robot, model, units, eu, ec, pset, pre, opts, say, opened, M
     else:
         say("\n(no --out given: no robot file written)")
     if args.report:
-        from .report import write_report
         try:
             files = write_report(args.report, results, problem_plots, vproblem_plots, chosen,
                                  robot_name=robot.name, data_source=source,
@@ -372,14 +361,9 @@ def _identify(args, robot, model, units, eu, ec, pset, pre, opts, say, opened, M
 # ----------------------------------------------------------------------------- excite
 
 def run_excite(argv) -> int:
+    """``delta-identify excite``: design an excitation trajectory (or take a stored one) and
+    write it as CSV with its coefficients; the exit status."""
     args = _excite_parser().parse_args(argv)
-    from delta_dynamics.algorithms import joint_units
-    from delta_dynamics.kinds import model_for
-
-    from . import IdentificationError
-    from .excitation import design_excitation, load_excitation, save_excitation, write_trajectory_csv
-
-    from delta_dynamics.limits import MAX_SAMPLES
     n = round(args.cycles * args.period / args.dt) + 1
     if n > MAX_SAMPLES:
         raise IdentificationError(f"--cycles {args.cycles} x --period {args.period:g} s at --dt {args.dt:g} s gives "
@@ -468,9 +452,6 @@ def _margin(m, key, j):
 
 def write_coefficients(path, res, robot: str, params: str, seed: int, scale: float, units) -> Path:
     """The excitation's Fourier series as YAML (period, q0, a, b per joint; joint units)."""
-    import yaml
-
-    from delta_core.atomic_file import atomic_write_text
     tr = res.trajectory
     doc = {"robot": robot, "parameter_set": params, "seed": int(seed), "limit_scale": float(scale),
            "condition_number": float(res.condition), "period_s": float(tr.period),
@@ -488,21 +469,13 @@ def write_coefficients(path, res, robot: str, params: str, seed: int, scale: flo
 # ----------------------------------------------------------------------------- main
 
 def main(argv=None) -> int:
-    from delta_core.termination import Terminated, signals_raise
-
-    with signals_raise():
-        try:
-            return _main(argv)
-        except Terminated as e:
-            print(f"\n{PROG}: {e}", file=sys.stderr)
-            return e.exit_code
+    """Entry point of ``delta-identify`` (and ``delta-identify excite``); the exit status."""
+    return run_terminable(PROG, _main, argv, lead="\n")
 
 
 def _main(argv) -> int:
+    """Run the command of ``argv``; the errors a user can cause become one line and 2 (or 1)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from delta_core.robot_file import RobotFileError
-
-    from . import IdentificationError
     try:
         if argv and argv[0] == "excite":
             return run_excite(argv[1:])

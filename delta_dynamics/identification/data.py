@@ -48,12 +48,14 @@ from pathlib import Path
 
 import numpy as np
 
+from delta_core.atomic_file import atomic_write_text
 from delta_core.paths import why_missing
 from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
+from delta_dynamics.kinds import joint_units
 from delta_dynamics.limits import MAX_SAMPLES
 
 from . import IdentificationError
-from .bag import one_line, short, typestore
+from .bag import open_joint_states, typestore
 
 REQUIRED_COLUMNS = ("t", "q1", "q2", "q3", "tau1", "tau2", "tau3")
 #: The effort columns of each kind: torques of a rotary Delta, forces of a linear one.
@@ -90,6 +92,7 @@ class JointData:
         return len(self.t)
 
     def where(self, k: int) -> str:
+        """Where sample ``k`` came from ("line 12", "message 3"), for messages."""
         if self.lines is not None:
             return f"{self.unit} {int(self.lines[int(k)])}"
         return f"{self.unit} {int(k) + self.first}"
@@ -128,6 +131,7 @@ class Prepared:
         """``arr`` (first axis: samples) through the parallel filter, segment by segment."""
         if self.sos is None:
             return arr
+        # scipy is heavy (seconds on a loaded machine): loaded by this path only
         from scipy.signal import sosfiltfilt
         out = np.empty_like(arr)
         for a, b in self.segments:
@@ -169,8 +173,8 @@ class Preprocessing:
         need(_int(self.decimate) and 1 <= self.decimate <= MAX_DECIMATE,
              f"decimate must be 1..{MAX_DECIMATE}, got {self.decimate}")
         need(_finite(self.gap_factor) and self.gap_factor > 1, f"gap factor must be > 1, got {self.gap_factor}")
-        need(self.rate is None or (_finite(self.rate) and 0 < self.rate <= MAX_RATE),
-             f"resampling rate must be > 0 and <= {MAX_RATE:g} Hz, got {self.rate}")
+        need(self.rate is None or (_finite(self.rate) and 0 < self.rate <= MAX_RESAMPLE_RATE),
+             f"resampling rate must be > 0 and <= {MAX_RESAMPLE_RATE:g} Hz, got {self.rate}")
         need(self.trim is None or (_int(self.trim) and 0 <= self.trim <= MAX_SAMPLES),
              f"trim must be 0..{MAX_SAMPLES} samples, got {self.trim}")
         need(_finite(self.jitter_tol) and self.jitter_tol >= 0, f"jitter tolerance must be >= 0, got {self.jitter_tol}")
@@ -183,7 +187,7 @@ class Preprocessing:
 #: Largest --decimate.
 MAX_DECIMATE = 1000
 #: Highest resampling rate (Hz); the resampled grid is bounded by MAX_SAMPLES as well.
-MAX_RATE = 1e6
+MAX_RESAMPLE_RATE = 1e6
 
 
 def _finite(v) -> bool:
@@ -217,7 +221,7 @@ def read_csv(path: str | os.PathLike, max_rows: int = MAX_SAMPLES, effort_column
         raise IdentificationError(f"{path}: a directory, not a CSV file")
     if effort_column not in (None, "tau", "f"):
         raise IdentificationError(f"effort columns must be 'tau' or 'f', got {effort_column!r}")
-    reader = _CsvReader(path, max_rows, effort_column)
+    reader = CsvReader(path, max_rows, effort_column)
     try:
         for first, block in iter_line_blocks(path, what="a CSV file"):
             reader.add_block(first, block)
@@ -248,7 +252,7 @@ def read_csv(path: str | os.PathLike, max_rows: int = MAX_SAMPLES, effort_column
     return data
 
 
-class _CsvReader:
+class CsvReader:
     """:func:`read_csv`'s state: the header, then blocks of parsed rows (used columns only)."""
 
     def __init__(self, path, max_rows, effort=None):
@@ -290,6 +294,7 @@ class _CsvReader:
         self.used = [header[j] for j in self.idx]
 
     def add_block(self, first, block):
+        """Parse one block of lines (the header with the first) into the columns read so far."""
         rows, nums = data_lines(first, block)
         if rows and self.header is None:
             self._set_header(nums[0], rows[0].strip())
@@ -341,7 +346,6 @@ class _CsvReader:
 def write_csv(path, t, q, tau, qd=None, qdd=None, effort_column: str = "tau") -> Path:
     """Write joint data in the format :func:`read_csv` reads (atomically); ``effort_column="f"``
     names the efforts ``f1,f2,f3`` (a linear Delta's forces)."""
-    from delta_core.atomic_file import atomic_write_text
     cols = [np.asarray(t, float)[:, None], np.asarray(q, float), np.asarray(tau, float)]
     head = list(REQUIRED_COLUMNS[:4] + EFFORT_COLUMNS[effort_column])
     if qd is not None:
@@ -378,12 +382,11 @@ def read_bag(path, joint_names, topic: str = "/joint_states", effort: str = "tor
     Messages are decoded a block at a time (:mod:`.bag`); ``progress(done, total)`` is called
     after each block.
     """
-    from .bag import open_joint_states
 
     path = Path(path)
     if not path.exists():
         raise _missing(path)
-    _check_bag_options(effort, stamp)
+    check_bag_options(effort, stamp)
     with open_joint_states(path, topic, joint_names) as bag:
         n = bag.count
         if n > MAX_SAMPLES:
@@ -413,7 +416,9 @@ def read_bag(path, joint_names, topic: str = "/joint_states", effort: str = "tor
     return data
 
 
-def _check_bag_options(effort, stamp):
+def check_bag_options(effort, stamp):
+    """Raise :class:`IdentificationError` unless ``effort`` is ``"torque"`` or ``"current"`` and
+    ``stamp`` is ``"header"`` or ``"receive"`` (the bag readers' options)."""
     if effort not in ("torque", "current"):
         raise IdentificationError(f"effort must be 'torque' or 'current', got {effort!r}")
     if stamp not in ("header", "receive"):
@@ -429,6 +434,8 @@ def bag_times(header_ns, receive_ns, stamp: str) -> np.ndarray:
 
 
 def bag_note(k, path, topic, effort, torque_factor, stamp) -> str:
+    """The note saying what was read from a bag: ``k`` messages of ``topic``, the effort's
+    meaning (``torque_factor`` N m/A for currents) and the time base."""
     return (f"read {k} JointState messages from {path} topic {topic} "
             f"(effort as {effort}{'' if effort == 'torque' else f' x {torque_factor:g} N m/A'}, "
             f"time from the {'header stamp' if stamp == 'header' else 'bag receive time'})")
@@ -443,6 +450,7 @@ def write_bag(path, t, q, effort, joint_names, topic: str = "/joint_states",
     ``storage``: ``"sqlite3"`` or ``"mcap"``. ``extra_joints`` adds that many unrelated joints
     in front of the robot's (to check matching by name). Stamps: ``t0_ns`` + t.
     """
+    # rosbags: loaded for bags only
     from rosbags.rosbag2 import StoragePlugin, Writer
 
     store = _typestore()
@@ -485,7 +493,7 @@ def read_joint_data(path, robot=None, topic: str = "/joint_states", effort: str 
                                   "--effort current applies to bags")
     col = None
     if robot is not None:
-        col = "f" if getattr(robot, "type", "rotary") == "prismatic" else "tau"
+        col = joint_units(robot)["effort_column"]
     return read_csv(p, effort_column=col)
 
 
@@ -524,7 +532,6 @@ def check_joint_limits(data: JointData, robot, tolerance: float = LIMIT_TOLERANC
     or m on a linear Delta):
     the data belong to another robot, or are in degrees, or the limits are wrong. Names the
     first such sample and counts them."""
-    from delta_dynamics.kinds import joint_units
     q = np.asarray(data.q, dtype=float)
     lo = np.array([p[0] for p in robot.limits.position]) - tolerance
     hi = np.array([p[1] for p in robot.limits.position]) + tolerance
@@ -596,6 +603,7 @@ def plan_time(t, opts: Preprocessing, where, src: str, notes: list, max_samples:
 
     ``where(k)`` names raw sample k in messages; ``max_samples`` bounds a resampled grid.
     """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.signal import butter
 
     t = np.asarray(t, dtype=float)
@@ -702,6 +710,7 @@ def segment_samples(plan: TimePlan, seg: SegmentPlan, ts, qs, taus, qds=None, qd
     At a window edge that is not a segment end the results are those of the whole segment
     to rounding; at a segment end they are the same computation.
     """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.interpolate import CubicSpline
     from scipy.signal import sosfiltfilt
 

@@ -60,6 +60,7 @@ class Estimate:
         return np.sqrt(np.clip(np.diag(self.cov), 0.0, None))
 
     def as_dict(self) -> dict:
+        """{parameter name: value}."""
         return {n: float(v) for n, v in zip(self.names, self.values)}
 
 
@@ -94,10 +95,12 @@ class _Reduced:
                                       "identifiable from these data (see base_parameters)")
 
     def rss(self, xn) -> float:
+        """Residual sum of squares at the normalised parameters ``xn``."""
         r = self.R @ xn - self.z
         return float(r @ r) + self.rss0
 
     def sigma2(self, xn) -> float:
+        """The residual variance at ``xn`` (rss over the degrees of freedom)."""
         return self.rss(xn) / max(self.m - self.p, 1)
 
     def cov(self, sigma2, inner=None) -> np.ndarray:
@@ -129,6 +132,7 @@ def _names(names, p):
 @_timed
 def ols(A, b, names=None, rows: int | None = None) -> Estimate:
     """Ordinary least squares: pi = argmin |A pi - b|^2, Cov = sigma^2 (A^T A)^-1."""
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     import scipy.linalg
     red = _Reduced(A, b, rows)
     xn = scipy.linalg.solve_triangular(red.R, red.z)
@@ -178,6 +182,7 @@ def bounded(A, b, names=None, lb=None, ub=None, rows: int | None = None) -> Esti
     coefficient comes out negative. ``info['active']`` names the parameters on a bound.
     The covariance is the OLS formula at the bounded solution (exact when no bound is active).
     """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.optimize import lsq_linear
     red = _Reduced(A, b, rows)
     p = red.p

@@ -41,13 +41,23 @@ effort limits are forces).
 from __future__ import annotations
 
 import math
+import os
+import stat
 from dataclasses import dataclass, field
 
 import numpy as np
+import yaml
 
+from delta_core import safe_yaml
+from delta_core.atomic_file import atomic_write_text
+from delta_core.share import share_file
+from delta_core.text_input import TextInputError, read_text
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, inverse_dynamics,
                                        inverse_kinematics, joint_units, parameter_set,
                                        singularity_measure)
+
+from delta_dynamics.common.trajectory import Trajectory
+from delta_dynamics.trajectory_io import write_trajectory
 
 from . import IdentificationError
 
@@ -65,6 +75,7 @@ class FourierTrajectory:
 
     @property
     def harmonics(self) -> int:
+        """The number of harmonics H."""
         return self.a.shape[1]
 
     @classmethod
@@ -80,6 +91,7 @@ class FourierTrajectory:
         return cls(float(period), z[:3].copy(), a, b)
 
     def to_vector(self) -> np.ndarray:
+        """z = (q0 (3), a (3H), b (3H)), the inverse of :meth:`from_vector`."""
         return np.concatenate((self.q0, self.a.ravel(), self.b.ravel()))
 
     def evaluate(self, t):
@@ -101,6 +113,7 @@ class FourierTrajectory:
         return (t, *self.evaluate(t))
 
     def to_dict(self) -> dict:
+        """{period, q0, a, b} as plain lists (for YAML and printing)."""
         return {"period": self.period, "q0": self.q0.tolist(), "a": self.a.tolist(), "b": self.b.tolist()}
 
     @classmethod
@@ -147,6 +160,8 @@ class FourierTrajectory:
 
 @dataclass
 class ExcitationResult:
+    """What :func:`design_excitation` found: the trajectory, its condition number, the limits it
+    breaks (none when it is usable), its margins, the optimiser's iterations."""
     trajectory: FourierTrajectory
     condition: float                 # of the column-normalised regressor over one period
     violations: list                 # empty when every limit holds at 1 kHz
@@ -225,6 +240,7 @@ def design_excitation(model, period: float = 5.0, harmonics: int = 5, *, seed: i
     optimisation; ``starts``: random starts (seeded); ``maxiter``: SLSQP iterations each.
     ``progress(start, starts, best_condition)`` is called after each start.
     """
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.optimize import minimize
 
     if not period > 0:
@@ -353,8 +369,6 @@ def save_excitation(path, model, result: ExcitationResult, design: dict | None =
     joint unit, the condition number, the design settings (``design``: how to make it again)
     and the coefficients q0 (3), a, b (3 x H, rad/s or m/s), every float exact (YAML writes the
     shortest decimal that reads back to the same double). The path."""
-    import yaml
-    from delta_core.atomic_file import atomic_write_text
     doc = {"format": "delta_robot excitation 1", "robot": model.robot.name,
            "unit": joint_units(model)["position"], "condition": float(result.condition),
            "design": dict(design or {}), **result.trajectory.to_dict()}
@@ -366,8 +380,7 @@ def save_excitation(path, model, result: ExcitationResult, design: dict | None =
 
 
 def _excitation_doc(text: str, where: str) -> dict:
-    import yaml
-    from delta_core import safe_yaml
+    """The mapping of an excitation file's ``text`` (IdentificationError naming ``where``)."""
     try:
         doc = safe_yaml.load(text)
     except (yaml.YAMLError, ValueError) as e:
@@ -387,9 +400,6 @@ def load_excitation(path, model=None, scale: float = 1.0, min_measure: float = 0
     (:func:`check_excitation`, whose result is returned): the file's robot name and joint
     unit must match the model's, and the limits the trajectory breaks are in ``violations``.
     IdentificationError naming the file for anything else."""
-    import os
-    import stat
-    from delta_core.text_input import TextInputError, read_text
     where = os.fspath(path)
     try:
         mode = os.stat(path).st_mode               # never open a FIFO or a device (it may block)
@@ -417,7 +427,6 @@ def load_excitation(path, model=None, scale: float = 1.0, min_measure: float = 0
 def preset_excitation(robot_name: str):
     """Path of the shipped excitation file of a robot preset
     (``config/excitation/<name>.yaml``), or None when there is none."""
-    from delta_core.share import share_file
     try:
         return share_file("config", "excitation", f"{robot_name}.yaml")
     except FileNotFoundError:
@@ -428,8 +437,6 @@ def write_trajectory_csv(path, model, traj: FourierTrajectory, dt: float = 1e-3,
     """The platform trajectory of ``cycles`` periods as ``t,x,y,z,xd,yd,zd,xdd,ydd,zdd`` (SI),
     written atomically by :func:`delta_dynamics.trajectory_io.write_trajectory` (the format of
     ``delta-dynamics trajectory``)."""
-    from delta_dynamics.trajectories import Trajectory
-    from delta_dynamics.trajectory_io import write_trajectory
     if cycles < 1:
         raise IdentificationError(f"cycles must be >= 1, got {cycles}")
     t, q, qd, qdd = traj.sample(dt, cycles)

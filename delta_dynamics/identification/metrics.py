@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._linalg import qr_r, single_threaded_blas
+
 
 def fitness(predicted, measured) -> np.ndarray:
     """Eq. (41) per joint, shape (3,) (NaN for a joint whose predicted torque is constant)."""
@@ -23,11 +25,13 @@ def fitness(predicted, measured) -> np.ndarray:
 
 
 def rms_error(predicted, measured) -> np.ndarray:
+    """RMS of ``tau_pred - tau`` per joint (N m or N), shape (3,)."""
     d = np.asarray(predicted, float).reshape(-1, 3) - np.asarray(measured, float).reshape(-1, 3)
     return np.sqrt(np.mean(d * d, axis=0))
 
 
 def max_error(predicted, measured) -> np.ndarray:
+    """Largest ``|tau_pred - tau|`` per joint (N m or N), shape (3,)."""
     d = np.asarray(predicted, float).reshape(-1, 3) - np.asarray(measured, float).reshape(-1, 3)
     return np.abs(d).max(axis=0)
 
@@ -54,7 +58,6 @@ def condition_number(A, normalise: bool = True) -> float:
     if normalise:
         n = np.linalg.norm(A, axis=0)
         A = A / np.where(n > 0, n, 1.0)
-    from ._linalg import qr_r, single_threaded_blas
     with single_threaded_blas():
         R = qr_r(A)
     s = np.linalg.svd(R, compute_uv=False)

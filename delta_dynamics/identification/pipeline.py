@@ -19,16 +19,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from delta_dynamics.algorithms import UnreachableError
+from delta_core.robot_file import check_bound
+from delta_dynamics.algorithms import UnreachableError, parameter_names
 from delta_dynamics.algorithms import parameter_set as kind_parameter_set
 
 from . import IdentificationError
 from . import estimators as est_mod
 from ._linalg import blas1
-from .data import Prepared
+from .data import Prepared, check_joint_limits, preprocess
 from .metrics import condition_number, relative_std, torque_metrics
 from .pso import pso as run_pso
-from .regressors import BaseParameters, ParameterSet, base_parameters, parameter_set, stack
+from .regressors import BaseParameters, ParameterSet, base_parameters, stack
 
 
 #: Largest condition number of the column-normalised regressor (of the parameters estimated)
@@ -89,6 +90,8 @@ class Problem:
 
 @dataclass
 class Result:
+    """One estimator's result: method, parameter set, estimate, base parameters, the parameters
+    held, the nominal values and the torque metrics on the fitting (and validation) data."""
     method: str
     pset: ParameterSet
     estimate: est_mod.Estimate          # over the whole parameter set
@@ -103,14 +106,16 @@ class Result:
 
     @property
     def values(self) -> np.ndarray:
+        """The estimated values of the whole parameter set."""
         return self.estimate.values
 
     @property
     def names(self) -> tuple:
+        """The parameter set's names."""
         return self.pset.names
 
     def lumped(self, model):
-        """The model's lumped parameters (DynamicParameters, PrismaticParameters) for this estimate."""
+        """The model's lumped parameters (RotaryParameters, LinearParameters) for this estimate."""
         return self.pset.to_lumped(model, self.values)
 
 
@@ -252,13 +257,10 @@ def result_problems(result: Result, model) -> list:
     """Why an estimate must not become a robot file, as text (empty: fine): a mass, inertia or
     friction parameter < 0 (``bounded`` and ``pso`` keep them >= 0; OLS and the others may
     not), lumped parameters outside their plausibility bounds
-    (:data:`delta_core.plausibility.LUMPED_BOUNDS`, ``PRISMATIC_LUMPED_BOUNDS`` for a linear
+    (the ``LUMPED_BOUNDS`` of the model's kind, rotary or linear
     Delta: the kind's ``lumped_bounds``), or a fitness (eq. 41) that is not finite
     or < 0 on the fitting data: the model then explains a joint's torque worse than no model
     (an effort of the wrong sign, unit or joint order, or torques unrelated to the motion)."""
-    from delta_core.plausibility import check_bound
-    from delta_dynamics.algorithms import parameter_names
-
     out = [f"{n} = {v:.4g} {u} < 0" for n, u, v, nn in
            zip(result.names, result.pset.units, result.values, result.pset.nonnegative) if nn and v < 0]
     lumped = result.lumped(model)
@@ -287,7 +289,6 @@ def identify_data(model, data, method: str = "bounded", options: Options | None 
     ``data`` / ``validation``: :class:`~.data.JointData` (e.g. ``JointData(t, q, tau)`` from a
     buffer, or :func:`~.data.read_joint_data`); ``preprocessing``: :class:`~.data.Preprocessing`.
     """
-    from .data import check_joint_limits, preprocess
     opts = options or Options()
     pset = kind_parameter_set(model, opts.params, stribeck=opts.stribeck)
     check_joint_limits(data, model.robot)
@@ -329,5 +330,4 @@ def parameter_error(values, truth) -> np.ndarray:
 
 
 __all__ = ["Options", "Problem", "Result", "build_problem", "identify", "identify_data", "default_box",
-           "result_problems", "MAX_CONDITION",
-           "parameter_set", "condition_number", "parameter_error", "correlation_factor"]
+           "result_problems", "MAX_CONDITION", "condition_number", "parameter_error", "correlation_factor"]

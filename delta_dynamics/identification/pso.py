@@ -43,6 +43,8 @@ N_PARTICLES, N_NEIGHBOURS, ITERATIONS = 300, 60, 1000
 
 @dataclass
 class PSOResult:
+    """What :func:`pso` found: the best position, its cost F, the best cost per iteration, the
+    iterations and seconds it took, the rows used of all."""
     values: np.ndarray          # best position M_PAR*
     score: float                # F(M_PAR*) over all rows (float64)
     history: np.ndarray         # best F per iteration (on the rows used; float32 sums)
@@ -91,6 +93,7 @@ class SwarmObjective:
         return sum(f.result() for f in futs)
 
     def close(self):
+        """Release the objective's workers."""
         if self.pool is not None:
             self.pool.shutdown()
 

@@ -1,17 +1,20 @@
 """Linear-in-parameters forms tau = Y(q, q_dot, q_ddot) pi and their identifiable base parameters.
 
-Two parameter sets (:data:`PARAMETER_SETS`):
+A :class:`ParameterSet` is one parameterisation of a robot's inverse dynamics: the pipeline
+(``build_problem``, ``identify``, the estimators, base parameters) talks only to it. Each robot
+kind provides its sets (``parameter_set(key, stribeck)`` of ``delta_dynamics.<kind>.identification``,
+reached through :func:`delta_dynamics.algorithms.parameter_set`):
 
-``explicit``
-    The 14 lumped parameters of the explicit model (:data:`delta_dynamics.model.PARAMETER_NAMES`:
-    m_x, m_k, arm_inertia_1..3, arm_moment_1..3, viscous_1..3, coulomb_1..3), regressor
-    :func:`delta_dynamics.dynamics.regressor_joint`. With ``stribeck=True`` three more columns
-    sgn_eps(q_d) e^{-(q_d/v_s)^2} carry the break-away torques static_1..3 (then the Coulomb
+``explicit`` (both kinds)
+    The model's own 14 lumped parameters (``m.params.as_vector()``, names
+    :func:`delta_dynamics.algorithms.parameter_names`), regressor
+    :func:`delta_dynamics.algorithms.regressor_joint`. With ``stribeck=True`` three more columns
+    sgn_eps(q_d) e^{-(q_d/v_s)^2} carry the break-away efforts static_1..3 (then the Coulomb
     columns hold sgn_eps(q_d) (1 - e^{-(q_d/v_s)^2}); v_s and eps stay at the robot file's values).
-``kim``
-    The 11-parameter vector of Kim et al. (2022) eq. (30), M_PAR = (m_p, T_g, I_1..3, c_v1..3,
-    c_c1..3), regressor :func:`delta_dynamics.joint_space.kim_regressor` (eq. 26 with
-    eqs. 27-29 is linear in M_PAR).
+    :class:`ParameterSet` itself implements it for any kind; the kind's subclass gives the kinds
+    and units of its parameters.
+``kim`` (rotary)
+    The 11-parameter vector of Kim et al. (2022) eq. (30), ``delta_dynamics.rotary.identification``.
 
 The stacked system of N samples is A pi = b with A = Y.reshape(3N, p) (row 3k + j is joint j
 of sample k) and b = tau.reshape(3N).
@@ -33,113 +36,72 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
 
-from delta_dynamics.dynamics import regressor_joint
-from delta_dynamics.joint_space import KIM_PARAMETER_NAMES, kim_parameters, kim_regressor
-from delta_dynamics.model import PARAMETER_NAMES, DynamicParameters
+from delta_dynamics import algorithms
 
-from . import IdentificationError
 from ._linalg import blas1, qr_r
 
-#: Physical kind of each parameter (for bounds and plots).
-_KINDS = {
-    "m_x": "mass", "m_k": "mass", "m_p": "mass", "T_g": "gravity_moment",
-    **{f"arm_inertia_{i}": "inertia" for i in (1, 2, 3)},
-    **{f"I_{i}": "inertia" for i in (1, 2, 3)},
-    **{f"arm_moment_{i}": "moment" for i in (1, 2, 3)},
-    **{f"viscous_{i}": "viscous" for i in (1, 2, 3)},
-    **{f"c_v{i}": "viscous" for i in (1, 2, 3)},
-    **{f"coulomb_{i}": "coulomb" for i in (1, 2, 3)},
-    **{f"c_c{i}": "coulomb" for i in (1, 2, 3)},
-    **{f"static_{i}": "coulomb" for i in (1, 2, 3)},
-}
-#: Kinds that are >= 0 for a physically consistent model.
-NONNEGATIVE_KINDS = ("mass", "inertia", "viscous", "coulomb")
-
-UNITS = {"mass": "kg", "inertia": "kg m^2", "moment": "kg m", "gravity_moment": "N m",
-         "viscous": "N m s/rad", "coulomb": "N m"}
+#: Names of the three break-away (Stribeck) columns of a set with ``stribeck=True``.
+STRIBECK_NAMES = ("static_1", "static_2", "static_3")
 
 
 @dataclass(frozen=True)
 class ParameterSet:
-    """One linear parameterisation of the inverse dynamics (see the module docstring)."""
+    """One linear parameterisation of the inverse dynamics (see the module docstring): ``key``
+    (its name), ``names`` (its parameters, in column order), ``stribeck`` (with the break-away
+    columns). As it stands it is the ``explicit`` set of any kind: the model's lumped
+    parameters. A kind's subclass sets ``KINDS`` (parameter name -> physical kind), ``UNITS``
+    (kind -> unit) and ``NONNEGATIVE`` (the kinds that are >= 0 in a physically consistent
+    model); another set also overrides :meth:`regressor`, :meth:`nominal` and :meth:`to_lumped`."""
 
     key: str
     names: tuple
     stribeck: bool = False
 
+    KINDS = {}
+    UNITS = {}
+    NONNEGATIVE = ()
+
     @property
     def kinds(self) -> tuple:
-        return tuple(_KINDS[n] for n in self.names)
+        """The physical kind of each parameter (mass, inertia, viscous, ...)."""
+        return tuple(self.KINDS[n] for n in self.names)
 
     @property
     def units(self) -> tuple:
-        return tuple(UNITS[k] for k in self.kinds)
+        """The unit of each parameter."""
+        return tuple(self.UNITS[k] for k in self.kinds)
 
     @property
     def nonnegative(self) -> np.ndarray:
         """Boolean mask of the parameters that must be >= 0 (masses, inertias, friction)."""
-        return np.array([k in NONNEGATIVE_KINDS for k in self.kinds])
+        return np.array([k in self.NONNEGATIVE for k in self.kinds])
 
     def __len__(self) -> int:
         return len(self.names)
 
     def regressor(self, model, q, qd, qdd) -> np.ndarray:
         """Y(q, q_dot, q_ddot), shape (N, 3, p) (or (3, p) for one sample)."""
-        if self.key == "kim":
-            return kim_regressor(model, q, qd, qdd)
-        return regressor_joint(model, q, qd, qdd, stribeck=self.stribeck)
+        return algorithms.regressor_joint(model, q, qd, qdd, stribeck=self.stribeck)
 
     def nominal(self, model) -> np.ndarray:
         """The parameter values implied by the model's robot file."""
-        if self.key == "kim":
-            return kim_parameters(model)
         v = model.params.as_vector()
         if self.stribeck:
             v = np.concatenate((v, model.params.static))
         return v
 
-    def to_lumped(self, model, values) -> DynamicParameters:
-        """The explicit model's :class:`DynamicParameters` for an estimate of this set.
-
-        For ``kim`` the forearm COM mass m_K cannot be separated (Kim et al. lump each forearm
-        into its two end points) and is held at the model's value: m_x = m_p - 3 r_K m_K,
-        I_arm,i = I_i - (1 - r_K) m_K l^2, h_i = T_g / g - (1 - r_K) m_K l (the inverse of
-        :func:`delta_dynamics.joint_space.kim_parameters`). Without Stribeck columns the
-        break-away torque equals the Coulomb torque (the model that was fitted).
-        """
+    def to_lumped(self, model, values):
+        """The model's lumped parameters (its kind's class) for an estimate of this set (without
+        Stribeck columns the break-away effort equals the Coulomb effort: the model that was
+        fitted)."""
         v = np.asarray(values, dtype=float)
         p = model.params
-        if self.key == "kim":
-            rk, l, mk = model.r_k, model.l, model.m_k
-            lumped = np.concatenate((
-                [v[0] - 3.0 * rk * mk, mk],
-                v[2:5] - (1.0 - rk) * mk * l * l,
-                np.full(3, v[1] / model.g - (1.0 - rk) * mk * l),
-                v[5:8], v[8:11]))
-            static = v[8:11]
-        else:
-            lumped = v[:14]
-            static = v[14:17] if self.stribeck else v[11:14]
-        return DynamicParameters.from_vector(lumped, static=tuple(float(s) for s in static),
-                                             stribeck_velocity=p.stribeck_velocity,
-                                             smoothing_velocity=p.smoothing_velocity)
-
-
-STRIBECK_NAMES = ("static_1", "static_2", "static_3")
-PARAMETER_SETS = ("explicit", "kim")
-
-
-def parameter_set(key: str = "explicit", stribeck: bool = False) -> ParameterSet:
-    """The :class:`ParameterSet` called ``key`` ("explicit" or "kim")."""
-    if key == "explicit":
-        return ParameterSet("explicit", PARAMETER_NAMES + (STRIBECK_NAMES if stribeck else ()), stribeck)
-    if key == "kim":
-        if stribeck:
-            raise IdentificationError("the Stribeck columns exist for the explicit parameter set only "
-                                      "(Kim et al.'s eq. 30 has viscous and Coulomb friction)")
-        return ParameterSet("kim", KIM_PARAMETER_NAMES)
-    raise IdentificationError(f"unknown parameter set {key!r}: use one of {', '.join(PARAMETER_SETS)}")
+        static = v[14:17] if self.stribeck else v[11:14]
+        return model.ops.parameters.from_vector(v[:14], static=tuple(float(s) for s in static),
+                                                stribeck_velocity=p.stribeck_velocity,
+                                                smoothing_velocity=p.smoothing_velocity)
 
 
 def stack(Y, tau):
@@ -187,10 +149,12 @@ class BaseParameters:
 
     @property
     def rank(self) -> int:
+        """The number of identifiable base parameters."""
         return len(self.independent)
 
     @property
     def full_rank(self) -> bool:
+        """Whether every parameter is identifiable on its own."""
         return not self.dependent
 
     @property
@@ -250,8 +214,6 @@ def base_parameters(A, names, tol: float = 1e-6) -> BaseParameters:
     the rank counts |R_kk| > ``tol`` |R_00|. Computed on the p x p triangular factor of a
     plain QR of A (it has the same column geometry), so it costs one pass over A.
     """
-    import scipy.linalg
-
     A = np.asarray(A, dtype=float)
     p = A.shape[1]
     if len(names) != p:

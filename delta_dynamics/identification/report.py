@@ -32,6 +32,7 @@ ROTARY_UNITS = {"effort": "N m", "effort_column": "tau"}
 
 
 def _figure(rows, cols, size):
+    # matplotlib is optional and heavy: only what draws loads it
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=size, layout="constrained")
@@ -69,6 +70,7 @@ def plot_torques(path, problem, predictions: dict, title: str, units=None):
 
 
 def plot_residuals(path, problem, prediction, title: str, units=None):
+    """Write the torque residuals per joint over time and their histograms to ``path`` (PNG)."""
     u = units or ROTARY_UNITS
     fig, ax = _figure(3, 2, (11, 7.5))
     r = problem.tau - prediction
@@ -91,6 +93,7 @@ def plot_residuals(path, problem, prediction, title: str, units=None):
 
 
 def plot_parameters(path, result):
+    """Write the estimates relative to the robot file's values, with 95 % intervals, to ``path`` (PNG)."""
     names, v, nom, sd = result.names, result.values, result.nominal, result.estimate.std
     ref = np.where(np.abs(nom) > 1e-12, np.abs(nom), np.maximum(np.abs(v), 1e-12))
     ratio = v / ref
@@ -110,6 +113,7 @@ def plot_parameters(path, result):
 
 
 def plot_pso(path, history, units=None):
+    """Write the PSO's best cost per iteration to ``path`` (PNG)."""
     u = units or ROTARY_UNITS
     fig, ax = _figure(1, 1, (7, 4))
     a = ax[0, 0]
@@ -146,6 +150,7 @@ def fitness_table(results, which: str = "validation", units=None) -> str:
 
 
 def parameter_table(result) -> str:
+    """The estimates as a Markdown table: unit, robot-file value, estimate, std, rel. std, 95 % interval."""
     rows = ["| parameter | unit | robot file | estimate | std | rel. std | 95 % interval |",
             "|---|---|---|---|---|---|---|"]
     sd = result.estimate.std

@@ -46,13 +46,17 @@ from pathlib import Path
 import numpy as np
 
 from delta_core.paths import why_missing
-from delta_dynamics.algorithms import UnreachableError
+from delta_core.text_input import TextInputError, iter_line_blocks
+from delta_dynamics.algorithms import UnreachableError, parameter_set
+from delta_dynamics.kinds import joint_units
 
 from . import IdentificationError
 from . import estimators as est_mod
 from ._linalg import qr_r, single_threaded_blas
-from .data import (LIMIT_TOLERANCE, MAX_SAMPLES, Preprocessing, TimePlan, _CsvReader, _check_bag_options,
-                   bag_note, bag_times, is_bag, plan_time, segment_samples)
+from .bag import open_joint_states
+from .data import (ACCELERATION_COLUMNS, EFFORT_COLUMNS, LIMIT_TOLERANCE, MAX_SAMPLES, REQUIRED_COLUMNS,
+                   VELOCITY_COLUMNS, CsvReader, JointData, Preprocessing, TimePlan, bag_note, bag_times,
+                   check_bag_options, is_bag, plan_time, segment_samples)
 from .metrics import relative_std
 from .pipeline import MAX_CONDITION, Options, Problem, Result, default_box  # noqa: F401 (MAX_CONDITION: docs)
 from .pso import pso as run_pso
@@ -84,6 +88,7 @@ class Spill:
         self.n = 0
 
     def append(self, arr):
+        """Write the rows of ``arr`` ((n, width) floats) after those already spilled."""
         arr = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1, self.width)
         self.file.seek(self.n * self.width * 8)
         self.file.write(arr.tobytes())
@@ -100,6 +105,7 @@ class Spill:
         return out
 
     def close(self):
+        """Close the temporary file (which removes it)."""
         self.file.close()
 
 
@@ -118,11 +124,13 @@ class StreamedData:
         return len(self.t)
 
     def where(self, k: int) -> str:
+        """Where sample ``k`` came from, for messages: its CSV line, or its message number."""
         if "line" in self.columns:
             return f"{self.unit} {int(self.spill.rows(int(k), int(k) + 1)[0, self.columns['line']][0])}"
         return f"{self.unit} {int(k)}"
 
     def close(self):
+        """Release the spilled samples."""
         self.spill.close()
 
 
@@ -146,6 +154,8 @@ class _Checks:
         self.n = 0
 
     def block(self, cols: dict):
+        """Check one block of raw samples (``cols``: ``t``, ``q``, ``tau``, ...), remembering the
+        first problem of each kind for :meth:`finish`."""
         k0 = self.n
         n = len(cols["t"])
         if self.first_bad is None:
@@ -178,7 +188,6 @@ class _Checks:
 
     def finish(self, where, min_samples: int):
         """Raise what the in-memory path would raise first (limits, NaN, too few, constant effort)."""
-        from delta_dynamics.kinds import joint_units
         if self.first_out is not None:
             k, j, v = self.first_out
             robot = self.robot
@@ -241,11 +250,10 @@ def _finish(checks, data, opts):
 
 
 def _read_bag_stream(path, robot, topic, effort, stamp, opts, progress, max_samples, limit):
-    from .bag import open_joint_states
-    _check_bag_options(effort, stamp)
+    check_bag_options(effort, stamp)
     m = robot.mass.motor
     factor = m.torque_constant * m.gear_ratio
-    ename = "f" if getattr(robot, "type", "rotary") == "prismatic" else "tau"
+    ename = joint_units(robot)["effort_column"]
     spill = Spill(6)
     times = []
     checks = _Checks(robot, f"{path} {topic}", ename)
@@ -280,13 +288,10 @@ def _read_bag_stream(path, robot, topic, effort, stamp, opts, progress, max_samp
 
 
 def _read_csv_stream(path, robot, opts, progress, max_samples, limit):
-    from delta_core.text_input import TextInputError, iter_line_blocks
-
-    from .data import ACCELERATION_COLUMNS, EFFORT_COLUMNS, VELOCITY_COLUMNS, REQUIRED_COLUMNS
     col = None
     if robot is not None:
-        col = "f" if getattr(robot, "type", "rotary") == "prismatic" else "tau"
-    reader = _CsvReader(path, max_samples, col)
+        col = joint_units(robot)["effort_column"]
+    reader = CsvReader(path, max_samples, col)
     reader.limit_name = limit
     size = max(path.stat().st_size, 1) if path.is_file() else 0
     spill = None
@@ -353,6 +358,7 @@ def margin(plan: TimePlan) -> int:
     """Grid points a block's window reaches beyond it (module docstring, step 3)."""
     m = 64                                                  # splines (0.27^40 ~ 1e-23) and differences
     if plan.sos is not None:
+        # scipy is heavy (seconds on a loaded machine): loaded by this path only
         from scipy.signal import sos2zpk
         r = float(np.max(np.abs(sos2zpk(plan.sos)[1])))
         per_pass = int(math.ceil(math.log(1e-18) / math.log(r))) if 0 < r < 1 else 64
@@ -376,6 +382,7 @@ class Block:
 
 def iter_blocks(model, pset, data: StreamedData, plan: TimePlan, block: int = BLOCK, what: str = "the"):
     """Yield the :class:`Block` s of the used samples in order (step 3 of the module docstring)."""
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.signal import sosfiltfilt
     M = margin(plan)
     B = max(int(block), 4 * M)
@@ -443,6 +450,8 @@ class Accumulator:
         self.n = 0
 
     def add(self, Y, tau):
+        """Fold a block of regressor rows ``Y`` (n, 3, p) and efforts ``tau`` (n, 3) into the
+        per-joint triangular factors (a QR update)."""
         for j in range(3):
             self.R[j] = qr_r(np.vstack((self.R[j], np.column_stack((Y[:, j, :], tau[:, j])))))
         self.n += len(tau)
@@ -476,9 +485,11 @@ class StreamProblem:
         return self.plan.usable
 
     def blocks(self):
+        """The regressor blocks of the data (:func:`iter_blocks`), read again from the spill."""
         return iter_blocks(self.model, self.pset, self.data, self.plan, self.block, self.what)
 
     def close(self):
+        """Release the streamed samples."""
         self.data.close()
 
 
@@ -502,7 +513,6 @@ def _thin_problem(pset, model, parts, nominal, source, notes, total) -> Problem:
 
 def in_memory(data: StreamedData):
     """The samples of ``data`` as a :class:`.data.JointData` (for the in-memory path)."""
-    from .data import JointData
     raw = data.spill.rows(0, data.spill.n)
     c = data.columns
     get = lambda k: np.ascontiguousarray(raw[:, c[k]]) if k in c else None  # noqa: E731
@@ -684,6 +694,7 @@ class _Metrics:
         self.ac = _AutoCorrelation(lags) if lags else None
 
     def add(self, Y, tau):
+        """Accumulate the errors of one block: regressor rows ``Y`` (n, 3, p), efforts ``tau``."""
         pred = Y @ self.x
         r = pred - tau
         self.n += len(r)
@@ -697,6 +708,8 @@ class _Metrics:
             self.ac.add(-r)
 
     def result(self) -> dict:
+        """The metrics of the in-memory path (Kim et al. eq. 41 fitness, RMS and largest error,
+        RMS effort, sample count) from the accumulated sums."""
         rms = np.sqrt(self.se / self.n)
         rng = self.pmax - self.pmin
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -719,6 +732,8 @@ class _AutoCorrelation:
         self.n = 0
 
     def add(self, r):
+        """Accumulate the autocorrelation of one block of residuals ``r`` (n, 3)."""
+        # scipy is heavy (seconds on a loaded machine): loaded by this path only
         from scipy.fft import irfft, next_fast_len, rfft
         r = np.asarray(r, float)
         nb, nc = len(r), len(self.carry)
@@ -839,9 +854,8 @@ def identify_streamed(model, data: StreamedData, method: str = "bounded", option
                       preprocessing: Preprocessing | None = None, validation: StreamedData | None = None,
                       block: int = BLOCK) -> Result:
     """One call from streamed samples to a result (the counterpart of :func:`.pipeline.identify_data`)."""
-    from delta_dynamics.algorithms import parameter_set as kind_parameter_set
     opts = options or Options()
-    pset = kind_parameter_set(model, opts.params, stribeck=opts.stribeck)
+    pset = parameter_set(model, opts.params, stribeck=opts.stribeck)
     prob = stream_problem(model, data, pset, preprocessing, opts, block=block)
     vprob = None
     if validation is not None:

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from delta_dynamics.algorithms import (cartesian_state, inverse_dynamics, joint_state,
+from delta_dynamics.algorithms import (cartesian_state, inverse_dynamics, joint_state, step,
                                        parameters_from_vector)
 
 from .data import JointData
@@ -83,8 +83,6 @@ def closed_loop_data(true_model, nominal_model, traj, duration: float | None = N
     tau = tau_ff(q_ref, q_d_ref, q_dd_ref; nominal model) + kp (q_ref - q) + kd (q_d_ref - q_d).
     The robot is integrated with the semi-implicit step in ``substeps`` steps per sample.
     """
-    from delta_dynamics.algorithms import step
-
     dur = traj.period if duration is None else duration
     n = int(round(dur / dt)) + 1
     t = np.arange(n) * dt

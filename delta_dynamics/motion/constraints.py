@@ -72,7 +72,7 @@ def path_coefficients(model, path, s) -> PathCoefficients:
 
     Cost per gridpoint: one path evaluation (X, X', X''), one :func:`joint_state` and three
     samples of :func:`inverse_dynamics` (one vectorised call; about 2 µs per point on
-    nt_robot). Raises :class:`~delta_dynamics.kinematics.UnreachableError` (``index`` = the
+    nt_robot). Raises :class:`~delta_dynamics.algorithms.UnreachableError` (``index`` = the
     gridpoint) where the path leaves the workspace or meets a singularity.
     """
     s = np.asarray(s, dtype=float)
@@ -105,6 +105,7 @@ class FrictionLaw:
 
     @classmethod
     def of(cls, model) -> "FrictionLaw":
+        """The friction law of ``model``'s parameters (static = Coulomb where there is none)."""
         p = model.params
         coulomb = np.asarray(p.coulomb, dtype=float)
         static = getattr(p, "static", None)
@@ -114,6 +115,7 @@ class FrictionLaw:
 
     @property
     def zero(self) -> bool:
+        """True when the law has no friction at all."""
         return not (np.any(self.viscous) or np.any(self.coulomb) or np.any(self.static))
 
     def magnitude(self, v) -> np.ndarray:

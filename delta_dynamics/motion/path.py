@@ -69,6 +69,7 @@ class Path:
 
     @property
     def breakpoints(self) -> np.ndarray:
+        """The path parameters s (m) where the pieces of the polynomial meet."""
         return self.poly.x
 
     def position(self, s) -> np.ndarray:
@@ -156,6 +157,7 @@ def blend_ratio(angle: float) -> float:
     """Parameter length / blend distance of the quintic corner blend for a turn of ``angle``
     rad (0 < angle < pi) that maximises the blend's smallest radius of curvature (found
     once per angle, on a grid of 161 ratios refined by golden section)."""
+    # scipy is heavy (seconds on a loaded machine): loaded by this path only
     from scipy.optimize import minimize_scalar
     d1 = np.array([1.0, 0.0, 0.0])
     d2 = np.array([math.cos(angle), math.sin(angle), 0.0])

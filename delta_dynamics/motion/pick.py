@@ -51,6 +51,7 @@ class PickPlan:
 
     @property
     def picks_per_minute(self) -> float:
+        """Cycles per minute (one pick and one place per cycle)."""
         return 60.0 / self.cycle_time
 
 

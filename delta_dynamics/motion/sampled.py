@@ -31,6 +31,7 @@ import numpy as np
 
 from delta_dynamics.algorithms import inverse_dynamics, joint_state, joint_units
 from delta_dynamics.limits import MAX_SAMPLES
+from delta_dynamics.motion.timing import Limits, Timing
 from delta_dynamics.trajectory_io import TRAJECTORY_COLUMNS, joint_columns
 
 #: A limit is active at a sample where its ratio to the limit is at least this.
@@ -74,6 +75,7 @@ class LimitReport:
 
     @property
     def max_ratio(self) -> float:
+        """The largest share of any limit reached anywhere (1 = at the limit)."""
         return max(self.max_ratio_by_limit.values()) if self.max_ratio_by_limit else 0.0
 
     def merged(self, min_duration: float = 0.0) -> list:
@@ -155,8 +157,6 @@ def sample(pieces, dt: float = 1e-3, model=None) -> Motion:
     every ``dt`` s (module docstring). The efforts are those of the first move's model (the
     model its timing keeps within the limits), or of ``model``. Raises ValueError for more
     than :data:`~delta_dynamics.limits.MAX_SAMPLES` samples or no move and no model."""
-    from delta_dynamics.motion.timing import Timing
-
     pieces = list(pieces)
     moves = [p for p in pieces if isinstance(p, Timing)]
     if model is None:
@@ -206,7 +206,6 @@ def limit_report(model, t, qd, qdd, effort, moving, lim, dt: float) -> LimitRepo
     (:class:`~delta_dynamics.motion.timing.Limits`; the robot file's limits if None)."""
     units = joint_units(model)
     if lim is None:
-        from delta_dynamics.motion.timing import Limits
         lim = Limits.of(model)
     names = list(model.joint_names)
     kind_names = ("velocity", "acceleration", units["effort_name"])

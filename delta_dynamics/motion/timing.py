@@ -59,8 +59,8 @@ import numpy as np
 
 from delta_dynamics.algorithms import (UnreachableError, check_joint_limits, inverse_dynamics, joint_state,
                                        joint_units, singularity_measure)
-from delta_dynamics.motion.constraints import (PIECES, PIECES_FINE, FrictionLaw, effort_rows, path_coefficients,
-                                               tangent_excess)
+from delta_dynamics.motion.constraints import (PIECES, PIECES_FINE, FrictionLaw, effort_rows, friction_bounds,
+                                               path_coefficients, tangent_excess)
 from delta_dynamics.motion.path import spline_path
 
 #: Below this inverse condition number of J a path point is a singularity: refused.
@@ -108,6 +108,8 @@ class Limits:
 
     @classmethod
     def of(cls, model, torque_scale: float = 1.0) -> "Limits":
+        """The robot file's joint limits of ``model``, the effort limit times ``torque_scale``
+        (in (0, 1]; ValueError otherwise)."""
         if not (isinstance(torque_scale, (int, float)) and math.isfinite(torque_scale)
                 and 0 < torque_scale <= 1):
             raise ValueError(f"torque_scale must be in (0, 1], got {torque_scale!r}")
@@ -274,6 +276,7 @@ class _ToppraPath:
 
 
 def _constraint(params, identical: bool):
+    # toppra is heavy (it imports matplotlib): loaded on first use
     from toppra.constraint import LinearConstraint
 
     class Precomputed(LinearConstraint):
@@ -291,6 +294,7 @@ def _constraint(params, identical: bool):
 
 def _solve(s, coef, lim: Limits, law, x0, x_vel, pieces: int = PIECES):
     """One TOPP-RA pass: s_dot at the gridpoints, or None if the path is not controllable."""
+    # toppra is heavy (it imports matplotlib): loaded on first use
     import toppra.algorithm as algo
     from toppra.constraint import canlinear_colloc_to_interpolate
 
@@ -356,7 +360,6 @@ def _help_gap(coef, law, lim: Limits, x_vel, sd, pieces: int) -> float:
     u = np.append(np.diff(x) / (2 * ds), (x[-1] - x[-2]) / (2 * ds[-1]))
     rigid = coef.a * u[:, None] + coef.b * x[:, None] + coef.c
     helping = -np.sign(coef.q1) * rigid >= 0.99 * lim.effort - 2 * (law.coulomb + law.static)
-    from delta_dynamics.motion.constraints import friction_bounds
     _, _, lo0, lo1 = friction_bounds(law, coef.q1, x_vel, x_vel, pieces)
     counted = np.min(lo0 + lo1 * x[:, None, None], axis=2)
     cmin = np.minimum(law.coulomb, law.static)

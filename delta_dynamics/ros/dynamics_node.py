@@ -10,8 +10,8 @@ uses the answers that do, and its model for the others, counting both in ``~/sta
 
 Subscribes ``/delta/desired_state`` (trajectory_msgs/JointTrajectory with one point: positions,
 velocities and accelerations of the three arm joints, matched by name against the robot file's
-``joint_names``), maps it to the platform state with :func:`~delta_dynamics.dynamics.cartesian_state`
-and publishes the torques of :func:`~delta_dynamics.dynamics.inverse_dynamics` (explicit model,
+``joint_names``), maps it to the platform state with :func:`~delta_dynamics.rotary.dynamics.cartesian_state`
+and publishes the torques of :func:`~delta_dynamics.rotary.dynamics.inverse_dynamics` (explicit model,
 Asadi & Heydari eq. 39) on ``/delta/feedforward`` (sensor_msgs/JointState: ``name`` = the robot's
 joint names, ``effort`` = tau in N m (carriage forces in N on a linear Delta), ``header`` copied from the desired state it answers).
 
@@ -94,7 +94,7 @@ class DynamicsNode(Node):
 
     @property
     def model(self):
-        """The :class:`~delta_dynamics.model.DeltaModel` in use."""
+        """The :class:`~delta_dynamics.rotary.model.RotaryModel` in use."""
         return self._model
 
     def _use(self, model) -> None:
@@ -220,6 +220,7 @@ class DynamicsNode(Node):
 
 
 def main(args=None) -> int:
+    """Run the feedforward node until shut down; the exit status."""
     return run(lambda: DynamicsNode(), NODE_NAME, args)
 
 

@@ -43,6 +43,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from delta_core.paths import PathError, check_output_file
+from delta_core.rates import CONTROL_RATE_MAX
 from delta_core.robot_file import RobotFileError
 from delta_core.ros.node_util import DEFAULT_ROBOT, DropLog, add_prefix, declare_prefix, run
 from delta_dynamics.ros.robot_param import load_model
@@ -52,12 +53,11 @@ from delta_dynamics.identification.data import JointData, Preprocessing
 from delta_dynamics.identification.estimators import RecursiveLeastSquares
 from delta_dynamics.identification.pipeline import Options, identify_data
 from delta_dynamics.identification.robot_update import identified_robot, write_robot_file
-from delta_dynamics.kinematics import UnreachableError
+from delta_dynamics.algorithms import UnreachableError
 
 NODE_NAME = "delta_identification"
-#: /joint_states per second the window is sized for (a 1 kHz loop, with a margin)
-MAX_RATE = 1200
-#: s: the longest window (720 000 rows, 63 MB of buffer; longer runs: delta-identify on a bag)
+#: s: the longest window (at the highest control rate, delta_core.rates.CONTROL_RATE_MAX = 2 kHz,
+#: 1.2 million rows, 106 MB of buffer; longer runs: delta-identify on a bag)
 MAX_WINDOW = 600.0
 
 
@@ -65,7 +65,7 @@ def window_qos(window: float) -> QoSProfile:
     """Reliable, as deep as the window: a process the host starves for a while (it takes each
     message in Python) finds the samples it has not taken yet queued, not dropped, when it
     catches up (a queue of 5000 lost a few hundred of a 16 s window on a saturated host)."""
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(window * MAX_RATE) + 1000,
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=int(window * CONTROL_RATE_MAX) + 1000,
                       reliability=ReliabilityPolicy.RELIABLE)
 
 
@@ -145,6 +145,8 @@ def missing_samples(t: np.ndarray) -> tuple[int, float, float]:
 
 
 class IdentificationNode(Node):
+    """The identification node (module docstring): buffers ``/joint_states``, refits the dynamic
+    parameters on request and writes the identified robot file."""
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, **kwargs)
         for name, default in PARAMETERS.items():
@@ -158,7 +160,7 @@ class IdentificationNode(Node):
         # not per-message Python objects: a full garbage collection over hundreds of
         # thousands of small lists would pause every thread of the process (the control loop
         # too when composed in delta-bringup).
-        self._rows = np.zeros((int(p["window"] * MAX_RATE) + 1000, 11))
+        self._rows = np.zeros((int(p["window"] * CONTROL_RATE_MAX) + 1000, 11))
         self._kept = float(p["window"])          # s the buffer and the queue are sized for
         self._n = 0                              # rows written in total
         self._drops = DropLog(self.get_logger())
@@ -185,6 +187,7 @@ class IdentificationNode(Node):
                                f"method {p['method']}, threshold {p['fitness_threshold']:g}")
 
     def params(self) -> dict:
+        """The node's parameters, {name: value}."""
         return {n: self.get_parameter(n).value for n in PARAMETERS}
 
     def _on_set_parameters(self, params) -> SetParametersResult:
@@ -262,6 +265,8 @@ class IdentificationNode(Node):
             return self._rows[(self._n - 1) % len(self._rows), 0] if self._n else -math.inf
 
     def window(self) -> JointData:
+        """The joint data of the configured window (waiting a little for ``window_end`` to arrive);
+        IdentificationError without data."""
         end = self.get_parameter("window_end").value
         deadline = time.monotonic() + self.WAIT_FOR_WINDOW
         while end and self._newest() < end and time.monotonic() < deadline:
@@ -414,6 +419,7 @@ class IdentificationNode(Node):
 
 
 def main(args=None) -> int:
+    """Run the identification node until shut down; the exit status."""
     return run(IdentificationNode, NODE_NAME, args, multithreaded=True)
 
 

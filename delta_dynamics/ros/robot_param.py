@@ -14,4 +14,5 @@ def load_model(robot: str, like=None, what: str = "robot"):
 
 
 def describe(model) -> str:
+    """``'name' (source)`` of a model's robot file, for log lines."""
     return f"'{model.robot.name}' ({model.robot.source})"

@@ -13,6 +13,7 @@ import math
 import threading
 from dataclasses import dataclass
 
+from delta_core.rates import CONTROL_RATE_MAX, CONTROL_RATE_MIN
 from delta_core.robot_file import RobotFileError, load_robot, resolve_robot_path
 from delta_core.ros.names import PREFIX_RULE
 from delta_dynamics.kinds import same_kind_model
@@ -81,7 +82,6 @@ PREFIX = PREFIX_RULE
 FEEDFORWARD = ("topic", "model", "none")
 #: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
 LOAD_TIMEOUT = 5.0
-MIN_RATE, MAX_RATE = 100.0, 2000.0
 
 
 def _rules(p: dict):
@@ -106,7 +106,7 @@ def _rules(p: dict):
     yield "hardware", p["hardware"] in HARDWARE, f"must be one of {', '.join(HARDWARE)}"
     yield number("real_time_factor", 0.0, 1000.0)
     yield number("pause_at", 0.0)
-    yield number("control_rate", MIN_RATE, MAX_RATE)
+    yield number("control_rate", CONTROL_RATE_MIN, CONTROL_RATE_MAX)
     yield triple("kp")
     yield triple("kd")
     yield "feedforward", p["feedforward"] in FEEDFORWARD, f"must be one of {', '.join(FEEDFORWARD)}"

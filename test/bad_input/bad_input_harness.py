@@ -51,6 +51,14 @@ class Case:
         return self.id
 
 
+def sparse(size: int):
+    """A file maker: a sparse file of ``size`` bytes (a "10 GB" input that costs no disk)."""
+    def make(p):
+        with open(p, "wb") as f:
+            f.truncate(size)
+    return make
+
+
 def fill(text: str, tmp: Path, out: Path) -> str:
     return (text.replace("{tmp}", str(tmp)).replace("{out}", str(out))
             .replace("{nt}", str(NT_ROBOT)))

@@ -85,7 +85,7 @@ REQUIRED = ["name", "joint_names", "geometry.base_radius", "geometry.platform_ra
 
 
 def _numeric_paths():
-    from delta_core.plausibility import BOUNDS
+    from delta_core.robot_file.rotary import BOUNDS
     out = []
     for path in BOUNDS:
         node = BASE
@@ -115,8 +115,9 @@ def _delete(d, path):
 
 
 def _bad_number(rng, path):
-    from delta_core.plausibility import bound_for
-    b = bound_for(path)
+    from delta_core.robot_file.bounds import bound_for
+    from delta_core.robot_file.rotary import BOUNDS
+    b = bound_for(path, BOUNDS)
     pool = [float("nan"), float("inf"), -float("inf"), "abc", "1e5", True, None, [1, 2], {"a": 1},
             b.hi * (1 + rng.random()) + 1.0, 10 ** rng.randint(101, 300), "9" * rng.randint(1, 50) + "x"]
     if b.lo > -1e6:
@@ -207,7 +208,7 @@ def _random_data(rng, depth):
 
 def run_robot_files(rng, tmp, n, tally):
     from delta_core.robot_file import RobotFileError, load_robot
-    from delta_dynamics.model import DeltaModel
+    from delta_dynamics.rotary.model import RotaryModel
     for i in range(n):
         content, words, label = robot_file_case(rng, tmp)
         p = tmp / f"r{i}.yaml"
@@ -217,7 +218,7 @@ def run_robot_files(rng, tmp, n, tally):
             p.write_text(content, encoding="utf-8")
         problems = []
         try:
-            DeltaModel(load_robot(p))
+            RotaryModel(load_robot(p))
             problems.append("unsafe: accepted")
         except RobotFileError as e:
             msg = str(e)
@@ -239,7 +240,7 @@ BAD_CELLS = ["nan", "inf", "-inf", "", "abc", "1e400", "-1e999", "0x10", "1e", "
 
 def _csv_texts():
     from delta_dynamics.identification import data as D
-    from delta_dynamics.trajectories import circle
+    from delta_dynamics.motion.trajectories import circle
     from delta_dynamics.trajectory_io import format_csv, TRAJECTORY_COLUMNS
     traj = circle(duration=0.2, radius=0.1, depth=-0.8)
     ttext = format_csv(TRAJECTORY_COLUMNS, np.column_stack((traj.t, traj.X, traj.Xd, traj.Xdd)))

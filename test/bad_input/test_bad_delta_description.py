@@ -11,7 +11,7 @@ import pytest
 
 from delta_description.cli import main
 
-from bad_input_harness import NT_ROBOT, OUTPUT_SPECIALS, SPECIALS, Case, check_case
+from bad_input_harness import NT_ROBOT, OUTPUT_SPECIALS, SPECIALS, Case, check_case, sparse
 
 BASE = NT_ROBOT.read_text(encoding="utf-8")
 
@@ -19,13 +19,6 @@ BASE = NT_ROBOT.read_text(encoding="utf-8")
 def nt(old, new):
     assert old in BASE, old
     return BASE.replace(old, new, 1)
-
-
-def sparse(size):
-    def make(p):
-        with open(p, "wb") as f:
-            f.truncate(size)
-    return make
 
 
 URDF = {"out_name": "out.urdf"}

@@ -13,7 +13,7 @@ import pytest
 from delta_dynamics.cli import main
 from delta_dynamics.limits import MAX_SAMPLES
 
-from bad_input_harness import NT_ROBOT, OUTPUT_SPECIALS, SPECIALS, Case, check_case
+from bad_input_harness import NT_ROBOT, OUTPUT_SPECIALS, SPECIALS, Case, check_case, sparse
 
 HEADER = "t,x,y,z,xd,yd,zd,xdd,ydd,zdd\n"
 JOINT_HEADER = "t,q1,q2,q3,qd1,qd2,qd3,tau1,tau2,tau3\n"
@@ -25,13 +25,6 @@ def traj_rows(n, t0=0.0, dt=1e-3):
 
 GOOD_TRAJ = HEADER + traj_rows(10)
 GOOD_JOINT = JOINT_HEADER + "".join(f"{k * 1e-3:.3f},0.4,0.4,0.4,0,0,0,10,10,10\n" for k in range(10))
-
-
-def sparse(size):
-    def make(p):
-        with open(p, "wb") as f:
-            f.truncate(size)
-    return make
 
 
 def too_many_rows(p):

@@ -23,9 +23,9 @@ from delta_dynamics.identification import data as D
 from delta_dynamics.identification import synthetic
 from delta_dynamics.identification.cli import main
 from delta_dynamics.limits import MAX_SAMPLES
-from delta_dynamics.model import DeltaModel
+from delta_dynamics.rotary.model import RotaryModel
 
-from bad_input_harness import OUTPUT_SPECIALS, SPECIALS, Case, check_case
+from bad_input_harness import OUTPUT_SPECIALS, SPECIALS, Case, check_case, sparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_identification import EXCITE, fourier  # noqa: E402
@@ -36,7 +36,7 @@ ROBOT = load_robot("nt_robot")
 @lru_cache(maxsize=None)
 def excitation():
     """10 s of excitation data of a perturbed nt_robot: (t, q, tau)."""
-    truth = synthetic.perturbed_model(DeltaModel(ROBOT), seed=1)
+    truth = synthetic.perturbed_model(RotaryModel(ROBOT), seed=1)
     d, _ = synthetic.open_loop_data(truth, fourier(EXCITE), duration=10.0, seed=21)
     return d.t, d.q, d.tau
 
@@ -57,13 +57,6 @@ def still_joint_2(t, q, tau):
     q = q.copy()
     q[:, 1] = q[0, 1]
     return t, q, tau
-
-
-def sparse(size):
-    def make(p):
-        with open(p, "wb") as f:
-            f.truncate(size)
-    return make
 
 
 def too_many_rows(p):

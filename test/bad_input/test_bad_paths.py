@@ -210,14 +210,17 @@ def _save_robot(p):
 
 
 def _write_trajectory(p):
-    from delta_dynamics.trajectories import circle
+    from delta_dynamics.motion.trajectories import circle
     from delta_dynamics.trajectory_io import write_trajectory
     write_trajectory(p, circle(duration=0.01))
 
 
 def _compare_plot(p):
-    from delta_dynamics.compare import _atomic_write_bytes
-    _atomic_write_bytes(p, b"png")
+    import numpy as np
+    from delta_dynamics.compare import Comparison, plot
+    t = np.linspace(0.0, 1.0, 3)
+    torques = {"explicit": np.zeros((3, 3)), "staicu": np.ones((3, 3))}
+    plot(Comparison("explicit", t, torques, {"explicit": 0.0, "staicu": 0.0}, 0.0), p)
 
 
 def _write_eds(p):

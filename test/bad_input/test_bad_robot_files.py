@@ -12,9 +12,9 @@ import re
 
 import pytest
 
-from delta_core import plausibility
-from delta_core.robot_file import SCHEMA, RobotFileError, load_robot
-from delta_dynamics.model import DeltaModel
+from delta_core.robot_file import RobotFileError, linear, load_robot, rotary
+from delta_core.robot_file.bounds import markdown_table
+from delta_dynamics.rotary.model import RotaryModel
 
 from bad_input_harness import NT_ROBOT, SPECIALS, Case, check_case
 
@@ -149,7 +149,7 @@ def _write(tmp_path, content):
 def test_bad_robot_file_is_refused_in_one_line(tmp_path, name, content, message):
     p = _write(tmp_path, content)
     with pytest.raises(RobotFileError) as e:
-        DeltaModel(load_robot(p))      # the model reads metadata.identified.lumped_parameters
+        RotaryModel(load_robot(p))      # the model reads metadata.identified.lumped_parameters
     text = str(e.value)
     assert text.startswith(f"{p}: "), text
     assert message in text, text
@@ -200,13 +200,13 @@ def _numeric_leaves(schema, where=""):
 
 
 def test_every_numeric_field_has_a_plausibility_bound():
-    """A new numeric field needs its row in delta_core/plausibility.py (and in the docs)."""
-    from delta_core.robot_file import PRISMATIC_SCHEMA
-    missing = [p for p in _numeric_leaves(SCHEMA) if p not in plausibility.BOUNDS]
-    missing += [p for p in _numeric_leaves(PRISMATIC_SCHEMA) if p not in plausibility.PRISMATIC_BOUNDS]
+    """A new numeric field needs its row in its kind's BOUNDS (delta_core/robot_file/<kind>.py)
+    and in the docs."""
+    missing = [p for kind in (rotary, linear) for p in _numeric_leaves(kind.SCHEMA) if p not in kind.BOUNDS]
     assert not missing, f"add plausibility bounds for {missing}"
-    for path, b in plausibility.BOUNDS.items():
-        assert b.lo < b.hi and math.isfinite(b.lo) and math.isfinite(b.hi), path
+    for kind in (rotary, linear):
+        for path, b in kind.BOUNDS.items():
+            assert b.lo < b.hi and math.isfinite(b.lo) and math.isfinite(b.hi), path
 
 
 def test_presets_lie_well_inside_the_bounds():
@@ -218,8 +218,8 @@ def test_presets_lie_well_inside_the_bounds():
 def test_docs_list_the_bounds():
     from delta_core.share import share_file
     doc = (share_file("config").parent / "docs" / "robot_file.md").read_text(encoding="utf-8")
-    assert plausibility.markdown_table() in doc and plausibility.markdown_table(plausibility.PRISMATIC_BOUNDS) in doc, \
-        "docs/robot_file.md: paste delta_core.plausibility.markdown_table() into it"
+    assert markdown_table(rotary.BOUNDS) in doc and markdown_table(linear.BOUNDS) in doc, \
+        "docs/robot_file.md: paste delta_core.robot_file.bounds.markdown_table(<kind>.BOUNDS) into it"
 
 
 # ----------------------------------------------------------------------------- through the CLI

@@ -251,7 +251,7 @@ RUNTIME_PARAMETERS = [
     ("feedforward-unknown", "feedforward", "magic", "feedforward must be one of topic, model, none"),
     ("feedforward-robot-missing", "feedforward_robot", "/no/such/robot.yaml", "robot file not found"),
     ("feedforward-robot-other-kind", "feedforward_robot", "colombo2020",
-     "colombo2020.yaml) is a prismatic Delta, but the robot driven (nt_robot) is a rotary one"),
+     "colombo2020.yaml) is a linear Delta, but the robot driven (nt_robot) is a rotary one"),
     # special files ({tmp}/<kind>: made by the test, bad_input_harness.SPECIALS): the answer comes
     # at once (a FIFO blocked the executor: no answer, e-stop and status dead) and names the file
     *[(f"feedforward-robot-{k}", "feedforward_robot", f"{{tmp}}/{k}.yaml", f"{k}.yaml: {w}")
@@ -289,7 +289,7 @@ START_PARAMETERS = [
     ("plant-unknown", "plant:=gazebo", "plant must be one of explicit, multibody, mujoco"),
     ("max-trajectory-points-0", "max_trajectory_points:=0", "max_trajectory_points must be an integer 2"),
     ("feedforward-robot-other-kind", "feedforward_robot:=colombo2020",
-     "colombo2020.yaml) is a prismatic Delta, but the robot driven (nt_robot) is a rotary one"),
+     "colombo2020.yaml) is a linear Delta, but the robot driven (nt_robot) is a rotary one"),
     ("true-robot-other-kind", "true_robot:=linear_delta_xl", "true_robot: linear_delta_xl ("),
 ]
 

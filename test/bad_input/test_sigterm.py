@@ -115,12 +115,27 @@ def test_the_handlers_are_restored_and_nohup_is_respected():
         signal.signal(signal.SIGHUP, old_hup)
 
 
-def test_every_cli_main_runs_under_signals_raise():
-    """The three tools end cleanly on SIGTERM: each main enters signals_raise."""
-    import inspect
+def test_every_cli_main_runs_under_signals_raise(monkeypatch, capsys):
+    """The three tools end cleanly on SIGTERM: each main enters signals_raise (directly or
+    through delta_core.termination.run_terminable) before it parses its arguments."""
+    import contextlib
 
+    from delta_core import termination
     from delta_description import cli as description
     from delta_dynamics import cli as dynamics
     from delta_dynamics.identification import cli as identify
+    entered = []
+    real = termination.signals_raise
+
+    @contextlib.contextmanager
+    def spy():
+        entered.append(True)
+        with real():
+            yield
+    monkeypatch.setattr(termination, "signals_raise", spy)
     for mod in (description, dynamics, identify):
-        assert "signals_raise()" in inspect.getsource(mod.main), mod.__name__
+        monkeypatch.setattr(mod, "signals_raise", spy, raising=False)
+        entered.clear()
+        with pytest.raises(SystemExit):
+            mod.main(["--help"])
+        assert entered, mod.__name__

@@ -1,0 +1,225 @@
+"""Monitoring (``delta_dynamics.monitoring``): what the loop pays per cycle and what the
+observer detects, on real simulated robots.
+
+* speed: the one-sample path the loop calls every cycle (observer update, collision check,
+  payload update), median and p99 per call over >= 5 000 calls (target: observer + check +
+  payload <= 200 us, a tenth of a 500 Hz cycle); the batch observer over N = 20 000 samples
+  (samples per second).
+* detection (thresholds: the residual envelope + 50 % of fast cycles without contact along x,
+  along y and 6 random ones): a push at the platform during a fast pick cycle (nt_robot on the MuJoCo plant:
+  30 N, 25/305/25 mm door; colombo2020 on the explicit plant: 10 N, 25/100/25 mm door, its
+  workspace has no 305 mm at the centre height), pushes at 6 times x 6 directions: latency from the push
+  to the first sample over a threshold (target <= 10 ms, 5 cycles at 500 Hz); then 3 cycles
+  along a diagonal 10 mm higher without contact, and ``--soak`` seconds of random fast pick
+  cycles on MuJoCo (target: no collision).
+* payload: one 25/305/25 mm cycle on the MuJoCo plant carrying 0.1-2 kg: the estimate (raw,
+  and tared with an empty cycle) against the truth (target: 20 g or 5 %, the larger).
+
+The controller is the tests' computed-torque rig (``test/monitoring_rig.py``) at 500 Hz with
+the plant stepped at 1 ms. ``python bench/bench_monitoring.py [--quick]``. Wall-clock figures
+depend on the machine's load (printed).
+"""
+from __future__ import annotations
+
+from _machine import mark, print_header, print_table  # bench/_machine.py
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "test"))
+
+import numpy as np  # noqa: E402
+
+from monitoring_rig import pick_motion, run  # noqa: E402
+from delta_dynamics.algorithms import cartesian_state, joint_state, workspace_centre  # noqa: E402
+from delta_dynamics.kinds import model_for  # noqa: E402
+from delta_dynamics.monitoring.collision import CollisionDetector, thresholds_from_envelope  # noqa: E402
+from delta_dynamics.monitoring.observer import MomentumObserver  # noqa: E402
+from delta_dynamics.monitoring.payload import PayloadEstimator  # noqa: E402
+from delta_dynamics.motion import plan_pick  # noqa: E402
+from delta_dynamics.plant import ExplicitPlant  # noqa: E402
+
+DT = 0.002
+
+
+def timed(fn, n):
+    out = np.empty(n)
+    for i in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out[i] = time.perf_counter() - t0
+    return np.median(out) * 1e6, np.percentile(out, 99) * 1e6
+
+
+def speed_rows(name, n):
+    m = model_for(name)
+    rng = np.random.default_rng(0)
+    X = workspace_centre(m) + 0.02 * rng.standard_normal((n + 1, 3)) * 0.2
+    q, qd, _ = joint_state(m, X, 0.5 * rng.standard_normal((n + 1, 3)))
+    tau = rng.standard_normal((n + 1, 3))
+    obs = MomentumObserver(m)
+    st = obs.start(q[0], qd[0])
+    det = CollisionDetector.for_model(m, (1.0, 1.0, 1.0))
+    band = det.start()
+    est = PayloadEstimator(m)
+    pst = est.start(np.zeros(3))
+    it = iter(range(1, n + 1))
+    it2 = iter(range(1, n + 1))
+    it3 = iter(range(1, n + 1))
+    o = timed(lambda: (lambda k: obs.update(st, q[k], qd[k], tau[k], DT))(next(it)), n)
+    c = timed(lambda: (lambda k: det.check(band, st.r, qd[k], DT))(next(it2)), n)
+    p = timed(lambda: (lambda k: est.update(pst, X[k], X[k] * 0.0, st.r, DT))(next(it3)), n)
+    N = 20_000
+    Xb = workspace_centre(m) + 0.01 * rng.standard_normal((N, 3))
+    qb, qdb, _ = joint_state(m, Xb, 0.3 * rng.standard_normal((N, 3)))
+    obs.residuals(qb[:10], qdb[:10], np.zeros((10, 3)), DT)          # warm up (imports scipy.signal)
+    t0 = time.perf_counter()
+    obs.residuals(qb, qdb, rng.standard_normal((N, 3)), DT)
+    rate = N / (time.perf_counter() - t0)
+    total = o[0] + c[0] + p[0]
+    return [(name, "observer update, one sample", f"{o[0]:.0f} us (p99 {o[1]:.0f})", ""),
+            (name, "collision check, one sample", f"{c[0]:.0f} us (p99 {c[1]:.0f})", ""),
+            (name, "payload update, one sample", f"{p[0]:.0f} us (p99 {p[1]:.0f})", ""),
+            (name, "all three per cycle (target <= 200 us)", f"{total:.0f} us", mark(total <= 200)),
+            (name, "batch observer, 20 000 samples", f"{rate / 1e3:.0f} k samples/s", "")]
+
+
+def make_plant(name, kind):
+    if kind == "mujoco":
+        from delta_dynamics.reference.mujoco_model.plant import MujocoPlant
+        return MujocoPlant(name)
+    return ExplicitPlant(model_for(name))
+
+
+def cycle(m, direction, span, dz=0.0, cycles=1):
+    c = workspace_centre(m) + [0.0, 0.0, dz]
+    d = 0.5 * span * np.asarray(direction, float) / np.linalg.norm(direction)
+    return plan_pick(m, c - d, c + d, cycles=cycles).motion
+
+
+def random_cycles(m, span, seed):
+    """Endless random fast pick cycles (2 each): ends 0.3-1 x ``span`` apart in a random
+    horizontal direction around a random point near the workspace centre (+-span/6
+    horizontally, -span/3..+span/6 in height); unreachable doors are drawn again."""
+    rng = np.random.default_rng(seed)
+    c = workspace_centre(m)
+    while True:
+        a = rng.uniform(0.0, 2.0 * math.pi)
+        d = np.array([math.cos(a), math.sin(a), 0.0]) * rng.uniform(0.3, 1.0) * span
+        mid = c + [rng.uniform(-span / 6, span / 6), rng.uniform(-span / 6, span / 6), rng.uniform(-span / 3, span / 6)]
+        try:
+            yield plan_pick(m, mid - 0.5 * d, mid + 0.5 * d, cycles=2).motion
+        except Exception:                                  # noqa: BLE001  (a door out of reach: draw again)
+            continue
+
+
+def calibrate(name, kind, span, extra=6):
+    """The detector of ``name`` with thresholds from the residual envelope (+ 50 %) of fast
+    cycles without contact: along x, along y and ``extra`` random ones (seed 0)."""
+    m = model_for(name)
+    probe = CollisionDetector.for_model(m, (1, 1, 1))
+    motions = [cycle(m, d, span) for d in ([1, 0, 0], [0, 1, 0])]
+    gen = random_cycles(m, span, seed=0)
+    motions += [next(gen) for _ in range(extra)]
+    rs, bands = [], []
+    for mo in motions:
+        R = run(m, make_plant(name, kind), mo, settle=0.05)
+        rs.append(R.r)
+        bands.append(probe.bands(R.qd, DT))
+    return CollisionDetector.for_model(m, thresholds_from_envelope(np.vstack(rs), np.vstack(bands)))
+
+
+def detection_rows(name, kind, push, span, times, det):
+    m = model_for(name)
+    th = det.thresholds
+    mo = pick_motion(m, span=span)
+    lat, missed = [], 0
+    dirs = ([1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1])
+    for t_on in np.linspace(0.12, 0.1 + mo.duration - 0.05, times):
+        for d in dirs:
+            R = run(m, make_plant(name, kind), mo, push=(t_on, t_on + 0.05, push * np.asarray(d, float)))
+            c = det.first_collision(m, R.X, R.r, R.qd, DT)
+            k_on = int(np.searchsorted(R.t, t_on - 1e-9))
+            if c is None or c.sample < k_on:
+                missed += 1
+            else:
+                lat.append(R.t[c.sample] - t_on)
+    lat = np.array(lat) * 1e3
+    R = run(m, make_plant(name, kind), cycle(m, [1, 1, 0], span, dz=0.01, cycles=3))
+    false = det.first_collision(m, R.X, R.r, R.qd, DT)
+    unit = "N m" if m.ops.kind.name == "rotary" else "N"
+    label = f"{name} ({kind} plant)"
+    ok = missed == 0 and lat.max() <= 10.0
+    return [(label, "thresholds (envelope of x, y and 6 random cycles + 50 %)", ", ".join(f"{t:.3g}" for t in th) + f" {unit}", ""),
+            (label, f"{push:g} N push, {len(dirs) * times} pushes: latency median / max",
+             f"{np.median(lat):.1f} / {lat.max():.1f} ms, {missed} missed", mark(ok)),
+            (label, f"3 cycles along a diagonal without contact ({R.t[-1]:.2f} s)",
+             "no collision" if false is None else f"false collision at {R.t[false.sample]:.3f} s", mark(false is None))]
+
+
+def soak_rows(name, kind, span, seconds, det, seed=1):
+    """Random fast pick cycles (:func:`random_cycles`, another seed than the calibration's)
+    for ``seconds`` of simulated time without contact: the number of false collisions
+    (target: none; the issue asks for 10 minutes)."""
+    m = model_for(name)
+    done, false, cycles = 0.0, 0, 0
+    for mo in random_cycles(m, span, seed):
+        if done >= seconds:
+            break
+        R = run(m, make_plant(name, kind), mo, settle=0.05)
+        false += det.first_collision(m, R.X, R.r, R.qd, DT) is not None
+        done += R.t[-1]
+        cycles += 2
+    return [(f"{name} ({kind} plant)", f"random fast pick cycles without contact ({done:.0f} s, {cycles} cycles)",
+             f"{false} with a false collision", mark(false == 0))]
+
+
+def payload_rows(masses):
+    m = model_for("nt_robot")
+    mo = pick_motion(m)
+    est = PayloadEstimator(m, memory=math.inf)
+
+    def one(kg):
+        p = make_plant("nt_robot", "mujoco")
+        p.set_payload(kg)
+        R = run(m, p, mo, settle=0.05)
+        X, Xd, _ = cartesian_state(m, R.q, R.qd)
+        return est.estimate_record(X, Xd, R.r, DT)
+
+    empty = one(0.0)
+    rows = [("nt_robot (mujoco plant)", "empty robot reads (the tare)", f"{empty.mass * 1e3:+.1f} g", "")]
+    for kg in masses:
+        e = one(kg)
+        tol = max(0.02, 0.05 * kg)
+        err, raw = e.mass - empty.mass - kg, e.mass - kg
+        rows.append(("nt_robot (mujoco plant)", f"{kg:g} kg after one 25/305/25 mm cycle",
+                     f"error {err * 1e3:+.1f} g tared ({raw * 1e3:+.1f} g raw), std {e.std * 1e3:.1f} g",
+                     mark(abs(err) <= tol)))
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="bench_monitoring", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer calls and pushes (a smoke run)")
+    ap.add_argument("--soak", type=float, default=60.0, metavar="S",
+                    help="simulated seconds of random fast cycles without contact (default 60; the issue's target: 600)")
+    a = ap.parse_args(argv)
+    print_header("Monitoring: momentum observer, collision detection, payload")
+    rows = []
+    for name in ("nt_robot", "colombo2020"):
+        rows += speed_rows(name, 500 if a.quick else 5000)
+    for name, kind, push, span in (("nt_robot", "mujoco", 30.0, 0.305), ("colombo2020", "explicit", 10.0, 0.1)):
+        det = calibrate(name, kind, span, 2 if a.quick else 6)
+        rows += detection_rows(name, kind, push, span, 2 if a.quick else 6, det)
+        rows += soak_rows(name, kind, span, 10.0 if a.quick else a.soak, det)
+    rows += payload_rows((0.1, 2.0) if a.quick else (0.1, 0.25, 0.5, 1.0, 1.5, 2.0))
+    print_table(("robot", "what", "measured", "target"), rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Collision detection on the momentum observer's residual (:mod:`delta_dynamics.monitoring.observer`).
+
+A joint i is in collision when |r_i| exceeds its threshold
+
+    h_i,k = threshold_i + b_i,k,    b_i,k = a b_i,k-1 + (1 - a) s_i [|q_dot_i,k| < v_rest]
+
+``threshold_i`` (N m or N, per joint) covers the model error seen in free motion; b_i is the
+stiction band: while a joint is at rest (|q_dot| below the model's Stribeck velocity) its
+friction is anything within +-s_i (the static friction effort, c_s), which the model's
+f(q_dot) cannot know, and that uncertainty reaches r through the observer's own first-order
+filter (a = exp(-K dt), the same as the observer's), so b_i bounds what stiction can put into
+r_i at every sample (a time-variant threshold, Haddadin, De Luca & Albu-Schaeffer 2017, Sec. on
+thresholding). :func:`thresholds_from_envelope` sets the thresholds from the residual of a
+motion without contact: each joint's envelope max_k (|r_i,k| - b_i,k) times (1 +
+:data:`MARGIN_DEFAULT`).
+
+:class:`CollisionDetector` is immutable (thresholds, band parameters); its per-run state is a
+small array (:meth:`CollisionDetector.start`); :meth:`CollisionDetector.check` is the loop's
+one-sample path, :meth:`CollisionDetector.first_collision` the batch form.
+
+>>> det = CollisionDetector([1.0, 1.0, 1.0])
+>>> band = det.start()
+>>> det.check(band, [0.2, -1.5, 0.1], [0.5, 0.5, 0.5], 0.002)     # joint 2 (index 1) over 1 N m
+1
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from delta_dynamics.monitoring.observer import GAIN_DEFAULT, check_gain, platform_force
+
+#: Thresholds are the largest residual seen in a motion without contact plus 50 % (model error
+#: at other speeds and loads than those of the calibrating motion).
+MARGIN_DEFAULT = 0.5
+
+
+def _three(v, what: str) -> np.ndarray:
+    a = np.asarray(v, dtype=float)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"collision detection: {what} must be 3 finite numbers, got {v!r}")
+    return a
+
+
+@dataclass(frozen=True)
+class Collision:
+    """A detected collision: ``sample`` (index in the record, or the count of samples seen),
+    ``joint`` (0-based index of the first joint over its threshold, the largest excess),
+    ``residual`` (3,) and ``threshold`` (3,) at that sample (N m or N), ``force`` (N,
+    ``base_link``) at the platform that explains the residual, its ``magnitude`` (N) and unit
+    ``direction``."""
+
+    sample: int
+    joint: int
+    residual: tuple
+    threshold: tuple
+    force: tuple
+
+    @property
+    def magnitude(self) -> float:
+        """|F| (N)."""
+        return float(math.sqrt(sum(f * f for f in self.force)))
+
+    @property
+    def direction(self) -> tuple:
+        """F / |F| (unit vector in ``base_link``; zeros when F is zero)."""
+        n = self.magnitude
+        return tuple(f / n for f in self.force) if n > 0 else (0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class CollisionDetector:
+    """Per-joint thresholds ``thresholds`` (3 efforts > 0, N m or N) on the residual of an
+    observer of gain ``gain`` (1/s), plus the stiction band of static friction ``static`` (3
+    efforts >= 0; zero: no band) below the joint speed ``rest_speed`` (rad/s or m/s). Use
+    :meth:`for_model` to take the band from a model's friction."""
+
+    thresholds: tuple
+    gain: float = GAIN_DEFAULT
+    static: tuple = (0.0, 0.0, 0.0)
+    rest_speed: float = 0.0
+
+    def __post_init__(self):
+        t = _three(self.thresholds, "thresholds")
+        if np.any(t <= 0):
+            raise ValueError(f"collision detection: thresholds must be > 0, got {t.tolist()}")
+        s = _three(self.static, "static friction")
+        if np.any(s < 0):
+            raise ValueError(f"collision detection: static friction must be >= 0, got {s.tolist()}")
+        if not (math.isfinite(self.rest_speed) and self.rest_speed >= 0):
+            raise ValueError(f"collision detection: rest_speed must be a finite number >= 0, got {self.rest_speed!r}")
+        object.__setattr__(self, "thresholds", tuple(t.tolist()))
+        object.__setattr__(self, "static", tuple(s.tolist()))
+        object.__setattr__(self, "gain", check_gain(self.gain))
+
+    @classmethod
+    def for_model(cls, model, thresholds, gain: float = GAIN_DEFAULT) -> "CollisionDetector":
+        """The detector with the stiction band of ``model``'s friction: static efforts c_s (the
+        larger of static and Coulomb) below its Stribeck velocity."""
+        p = model.params
+        s = np.maximum(np.asarray(p.static, float), np.asarray(p.coulomb, float))
+        return cls(thresholds, gain, tuple(s.tolist()), float(p.stribeck_velocity))
+
+    def start(self) -> np.ndarray:
+        """The per-run state: the stiction band b (3,), zero."""
+        return np.zeros(3)
+
+    def band_step(self, band: np.ndarray, qd, dt: float) -> np.ndarray:
+        """Advance the stiction band ``band`` (in place) by one sample of joint speeds ``qd``."""
+        a = math.exp(-self.gain * dt)
+        at_rest = np.abs(np.asarray(qd, dtype=float)) < self.rest_speed
+        band *= a
+        band += (1.0 - a) * np.where(at_rest, self.static, 0.0)
+        return band
+
+    def check(self, band: np.ndarray, r, qd, dt: float) -> int | None:
+        """One sample: advance the band with ``qd`` over ``dt`` s, then the index of the joint
+        whose residual ``r`` exceeds its threshold the most (relative to it), None if none."""
+        self.band_step(band, qd, dt)
+        excess = np.abs(np.asarray(r, dtype=float)) - (np.asarray(self.thresholds) + band)
+        i = int(np.argmax(excess / np.asarray(self.thresholds)))
+        return i if excess[i] > 0.0 else None
+
+    def bands(self, qd, dt: float) -> np.ndarray:
+        """The stiction band over a record of joint speeds (N, 3), vectorised (a linear filter)."""
+        from scipy.signal import lfilter   # optional heavy import: only the batch form needs it
+        qd = np.asarray(qd, dtype=float)
+        a = math.exp(-self.gain * dt)
+        u = np.where(np.abs(qd) < self.rest_speed, np.asarray(self.static), 0.0)
+        return lfilter([1.0 - a], [1.0, -a], u, axis=0)
+
+    def first_collision(self, model, X, r, qd, dt: float) -> Collision | None:
+        """The batch form: the first sample of a record (platform positions ``X``, residuals
+        ``r``, joint speeds ``qd``, all (N, 3), every ``dt`` s) where a joint is over its
+        threshold, as a :class:`Collision`, or None."""
+        r = np.asarray(r, dtype=float)
+        h = np.asarray(self.thresholds) + self.bands(qd, dt)
+        over = np.abs(r) > h
+        hit = np.flatnonzero(over.any(axis=1))
+        if hit.size == 0:
+            return None
+        k = int(hit[0])
+        i = int(np.argmax((np.abs(r[k]) - h[k]) / np.asarray(self.thresholds)))
+        F = platform_force(model, np.asarray(X, dtype=float)[k], r[k])
+        return Collision(k, i, tuple(r[k].tolist()), tuple(h[k].tolist()), tuple(F.tolist()))
+
+
+def thresholds_from_envelope(r, band=None, margin: float = MARGIN_DEFAULT, floor: float = 0.0) -> tuple:
+    """Per-joint thresholds (N m or N) from the residual ``r`` (N, 3) of a motion without
+    contact: (1 + ``margin``) times each joint's envelope max_k (|r_k| - band_k) (``band``: the
+    detector's stiction band over the same record, :meth:`CollisionDetector.bands`; none: zero),
+    at least ``floor``. ValueError when a threshold would be zero.
+
+    >>> thresholds_from_envelope([[0.1, -0.2, 0.3], [-0.4, 0.1, 0.0]])
+    (0.6000000000000001, 0.30000000000000004, 0.44999999999999996)
+    """
+    r = np.asarray(r, dtype=float)
+    if r.ndim != 2 or r.shape[1] != 3 or len(r) == 0 or not np.all(np.isfinite(r)):
+        raise ValueError(f"collision thresholds: the residual must be finite, shape (N, 3), got shape {r.shape}")
+    if not (math.isfinite(margin) and margin >= 0):
+        raise ValueError(f"collision thresholds: margin must be a finite number >= 0, got {margin!r}")
+    b = np.zeros_like(r) if band is None else np.asarray(band, dtype=float)
+    env = np.maximum(np.abs(r) - b, 0.0).max(axis=0)
+    t = np.maximum((1.0 + margin) * env, floor)
+    if np.any(t <= 0):
+        raise ValueError("collision thresholds: a joint's envelope is zero; give a floor > 0")
+    return tuple(t.tolist())
