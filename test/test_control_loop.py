@@ -280,14 +280,22 @@ def test_the_loop_thread_keeps_its_rate_across_a_backwards_step_of_the_stamp_clo
         offset[0] = -5.0                                  # the wall clock is set back 5 s
         with lock:
             n0 = len(outs)
-        time.sleep(0.5)
-        with lock:
-            n1 = len(outs)
+        # a loop scheduled on the stepped clock would wait 5 s for its next cycle; 50 cycles
+        # (0.25 s at 200 Hz) well before that, however busy the host
+        deadline = time.monotonic() + 4.0
+        while time.monotonic() < deadline:
+            with lock:
+                n1 = len(outs)
+            if n1 - n0 > 50:
+                break
+            time.sleep(0.01)
     finally:
         thread.stop()
     assert thread.error is None
-    assert n1 - n0 > 50, f"only {n1 - n0} cycles in 0.5 s at 200 Hz after the clock step"
-    assert not any(e for o in outs for e in o.events), [e for o in outs for e in o.events]
+    assert n1 - n0 > 50, f"only {n1 - n0} cycles in 4 s at 200 Hz after the clock step"
+    # no stop (a busy host may make a cycle late, which is reported, not a fault)
+    stops = [e for o in outs for e in o.events if "late" not in str(e)]
+    assert not stops, stops
     assert drives.state.value == "operation_enabled"
 
 
