@@ -25,7 +25,7 @@ from canopen_helpers import multicast_channel, unique_channel
 from delta_hardware.canopen.drive_sim import SimulatedCia402Drives
 from drives_emulator import EmulatedDrives
 from drives_emulator import cia402 as sm
-from ros_helpers import SIM_TIME, TOLERATE_PAUSES, HardwareProbe, NodeProcess, RosClient, patient
+from ros_helpers import SIM_TIME, TOLERATE_PAUSES, HardwareProbe, NodeProcess, RosClient
 
 pytestmark = pytest.mark.ros
 
@@ -93,7 +93,7 @@ def test_faults_on_the_bus_stop_the_node_until_reset(tmp_path):
     channel = f"239.74.163.2:{43300 + os.getpid() % 1000}"
     sim = SimulatedCia402Drives("nt_robot", "udp_multicast", channel, "generic_cia402")
     node = _node("delta_hw_udp", "-p", "can_interface:=udp_multicast", "-p", f"can_channel:={channel}",
-                 "-p", f"drives_config:={_config(tmp_path, 'generic_cia402', 3000, max_stall=1.0, sdo_timeout=min(patient(5.0), 10.0), state_timeout=patient(10.0))}")
+                 "-p", f"drives_config:={_config(tmp_path, 'generic_cia402', 3000, max_stall=1.0, sdo_timeout=5.0, state_timeout=5.0)}")
     client = RosClient("udp_test")
     try:
         hw = HardwareProbe(client, node="delta_hw_udp", joint_states="/delta_hw_udp/joint_states")
