@@ -181,6 +181,8 @@ def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feed
     """The control loop's spec from the checked parameter values ``p`` (robot files read with
     ``load``); ValueError / RobotFileError naming what is wrong."""
     robot = load(p["robot"])
+    if p.get("true_robot"):     # the sim bus's plant, checked here so the refusal names it
+        same_kind(load(p["true_robot"]), robot, "true_robot")
     cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
                      command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
                      feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic)

@@ -297,7 +297,10 @@ START_PARAMETERS = [
 @pytest.mark.parametrize("case", START_PARAMETERS, ids=[c[0] for c in START_PARAMETERS])
 def test_bad_start_parameter_leaves_the_node_unconfigured(case):
     _, arg, expect = case
-    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_badp", "-p", arg, *SIM_TIME)
+    # its own clock topic: the module's robot (delta_hw_bad) may still publish /clock, and a
+    # second /clock publisher is another stack (stack_guard), refused before some checks run
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_badp",
+                       "-r", "/clock:=/delta_hw_badp/clock", "-p", arg, *SIM_TIME)
     client = RosClient("bad_start")
     try:
         get = client.node.create_client(GetState, "/delta_hw_badp/get_state")
