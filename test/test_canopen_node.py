@@ -27,7 +27,8 @@ from drives_emulator import EmulatedDrives
 from drives_emulator import cia402 as sm
 from ros_helpers import SIM_TIME, TOLERATE_PAUSES, HardwareProbe, NodeProcess, RosClient
 
-pytestmark = pytest.mark.ros
+# drives emulated in this process, beside rclpy: run alone (make test runs these after the parallel part)
+pytestmark = [pytest.mark.ros, pytest.mark.serial]
 
 
 def _node(name, *params):

@@ -29,6 +29,9 @@ from delta_hardware.control_loop import ControlLoop, LoopConfig
 from delta_hardware.drives import DriveState
 from delta_hardware.trajectory_plan import build_plan
 
+# wall-clock runs of drives in other processes: run alone (make test runs these after the parallel part)
+pytestmark = pytest.mark.serial
+
 pytest.importorskip("msgpack", reason="python-can's udp_multicast needs msgpack (python-can[multicast])")
 
 DT = 0.002

@@ -25,7 +25,8 @@ from delta_core.robot_file import load_robot
 from delta_dynamics.identification import data as D
 from ros_helpers import SIM_TIME, TOLERATE_PAUSES, HardwareProbe, NodeProcess, RosClient
 
-pytestmark = pytest.mark.ros
+# a stack, a recorder and identification on its data: run alone (after the parallel part)
+pytestmark = [pytest.mark.ros, pytest.mark.serial]
 NAMES = ["arm_1_joint", "arm_2_joint", "arm_3_joint"]
 
 
