@@ -228,6 +228,8 @@ class LoopClient:
         self._lost = why
         with self._waiters_lock:
             for slot in self._waiters.values():
+                if slot[0].is_set():           # answered before the link ended: that answer stands
+                    continue
                 slot[1] = {"ok": False, "message": f"the control loop is gone: {why}"}
                 slot[0].set()
         if not self._closing:
