@@ -281,22 +281,9 @@ class LoopClient:
     def take_records(self, limit: int = 1000):
         """(records not taken yet, oldest first, at most ``limit``; how many were lost because
         the reader fell a whole ring behind). Frees their room for simulated time."""
-        h, ring = self.block.header, self.block.states
-        head = int(h["head"])
-        lost = 0
-        if head - self._reader > ring.n:
-            lost = head - ring.n - self._reader
-            self._reader = head - ring.n
-        out = []
-        while self._reader < head and len(out) < limit:
-            rec = ring.read(self._reader)
-            if rec is None:
-                break
-            if rec is LOST:
-                lost += 1
-            else:
-                out.append(rec)
-            self._reader += 1
+        h = self.block.header
+        out, lost, self._reader = _drain(self.block.states.read, self.block.states.n, int(h["head"]),
+                                         self._reader, limit)
         h["reader"] = self._reader
         return out, lost
 
@@ -308,22 +295,9 @@ class LoopClient:
     def take_events(self):
         """([(text, level, tick)] not taken yet, how many were overwritten before they were
         taken); ``tick``: the state records written when the event was raised."""
-        h, ring = self.block.header, self.block.events
-        head = int(h["event_head"])
-        lost = 0
-        if head - self._event_reader > ring.n:
-            lost = head - ring.n - self._event_reader
-            self._event_reader = head - ring.n
-        out = []
-        while self._event_reader < head:
-            ev = ring.read_text(self._event_reader)
-            if ev is None:
-                break
-            if ev is LOST:
-                lost += 1
-            else:
-                out.append(ev)
-            self._event_reader += 1
+        ring = self.block.events
+        out, lost, self._event_reader = _drain(ring.read_text, ring.n, int(self.block.header["event_head"]),
+                                               self._event_reader)
         return out, lost
 
     def wait(self, timeout: float) -> bool:
@@ -395,3 +369,24 @@ class LoopClient:
     def hold(self) -> None:
         """Stop following the plan or stream; hold the current setpoint's position."""
         self.request("hold")
+
+
+def _drain(read, size: int, head: int, reader: int, limit: int | None = None):
+    """(entries ``reader`` .. ``head`` of a ring of ``size`` read with ``read(k)``, at most
+    ``limit``; how many were lost (overwritten before they were read, or torn); the next
+    reader). An entry not yet complete (``read`` gives None) ends the batch."""
+    lost = 0
+    if head - reader > size:                  # the writer went a whole ring past us
+        lost = head - size - reader
+        reader = head - size
+    out = []
+    while reader < head and (limit is None or len(out) < limit):
+        rec = read(reader)
+        if rec is None:
+            break
+        if rec is LOST:
+            lost += 1
+        else:
+            out.append(rec)
+        reader += 1
+    return out, lost, reader

@@ -28,20 +28,13 @@ from scipy.interpolate import CubicSpline     # imported here: ~0.3 s, not insid
 
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, forward_kinematics,
                                        inverse_dynamics, inverse_kinematics, joint_state, joint_units)
+from delta_dynamics.common.polynomials import hermite5
 from delta_hardware.joint_plan import JointPlan, Setpoint, TrajectoryRejected  # noqa: F401 - re-exported
 
 PLATFORM_JOINTS = ("platform_x", "platform_y", "platform_z")
 
 
 # ----------------------------------------------------------------------------- construction
-
-def _hermite5(T, p0, v0, a0, p1, v1, a1):
-    d = p1 - p0
-    return np.stack((p0, v0, 0.5 * a0,
-                     (20 * d - (8 * v1 + 12 * v0) * T - (3 * a0 - a1) * T * T) / (2 * T ** 3),
-                     (-30 * d + (14 * v1 + 16 * v0) * T + (3 * a0 - 2 * a1) * T * T) / (2 * T ** 4),
-                     (12 * d - 6 * (v1 + v0) * T - (a0 - a1) * T * T) / (2 * T ** 5)))
-
 
 def _hermite3(T, p0, v0, p1, v1):
     d = p1 - p0
@@ -54,7 +47,7 @@ def _coefficients(times, q, qd, qdd):
     (all segments at once: time linear in the points)."""
     T = np.diff(times)[:, None]
     if qdd is not None:
-        c = _hermite5(T, q[:-1], qd[:-1], qdd[:-1], q[1:], qd[1:], qdd[1:])
+        c = hermite5(T, q[:-1], qd[:-1], qdd[:-1], q[1:], qd[1:], qdd[1:])
     else:
         c = _hermite3(T, q[:-1], qd[:-1], q[1:], qd[1:])
     return np.moveaxis(c, 0, 1)
@@ -102,7 +95,7 @@ def build_plan(model, now: float, current: Setpoint, start_time: float, times, p
         qd = None if qd is None else qd[1:]
         qdd = None if qdd is None else qdd[1:]
         if len(times) == 0:
-            return JointPlan(now, [0.0, 1e-9], _hermite5(1e-9, current.q, 0 * current.q, 0 * current.q,
+            return JointPlan(now, [0.0, 1e-9], hermite5(1e-9, current.q, 0 * current.q, 0 * current.q,
                                                          current.q, 0 * current.q, 0 * current.q)[None])
     if start_time < now:                    # the header's start time is in the past
         passed = start_time + times <= now

@@ -11,23 +11,9 @@ import time
 
 import pytest
 
-from ros_helpers import SIM_TIME, NodeProcess
+from ros_helpers import SIM_TIME, NodeProcess, children
 
 pytestmark = pytest.mark.ros
-
-
-def _children(pid):
-    """PIDs whose parent is ``pid``."""
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        out.append(int(d))
-            except (OSError, IndexError, ValueError):
-                pass
-    return out
 
 
 def _alive(pid):
@@ -42,7 +28,7 @@ def _alive(pid):
 def _wait_up(proc, log, timeout=60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if "active: holding position" in log.read_text(errors="replace") and len(_children(proc.pid)) >= 4:
+        if "active: holding position" in log.read_text(errors="replace") and len(children(proc.pid)) >= 4:
             return
         assert proc.poll() is None, log.read_text()[-3000:]
         time.sleep(0.2)
@@ -72,7 +58,7 @@ def test_delta_bringup_exits_cleanly_with_every_node(how, tmp_path):
             def poll():
                 return None if _alive(target) else 0
         _wait_up(P, log)
-        nodes = _children(target)
+        nodes = children(target)
         if how == "terminal Ctrl-C":
             os.killpg(os.getpgid(target), signal.SIGINT)
         elif how == "background job SIGINT":

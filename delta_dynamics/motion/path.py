@@ -33,6 +33,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.interpolate import CubicSpline, PPoly
 
+from delta_dynamics.common.polynomials import hermite5
+
 #: Most points a path may be built from (a path CSV's rows).
 MAX_POINTS = 100_000
 #: Two consecutive points closer than this (m) are one point: refused (a zero chord).
@@ -138,18 +140,9 @@ def spline_path(points) -> Path:
 
 # ----------------------------------------------------------------------------- the door path
 
-def _hermite5(T, p0, v0, a0, p1, v1, a1):
-    """Quintic coefficients (c0..c5, lowest power first) of the Hermite segment on [0, T]."""
-    d = p1 - p0
-    return np.stack((p0, v0, 0.5 * a0,
-                     (20 * d - (8 * v1 + 12 * v0) * T - (3 * a0 - a1) * T * T) / (2 * T ** 3),
-                     (-30 * d + (14 * v1 + 16 * v0) * T + (3 * a0 - 2 * a1) * T * T) / (2 * T ** 4),
-                     (12 * d - 6 * (v1 + v0) * T - (a0 - a1) * T * T) / (2 * T ** 5)))
-
-
 def _blend_coefficients(T, r, d1, d2):
     z = np.zeros(3)
-    return _hermite5(T, -r * d1, d1, z, r * d2, d2, z)
+    return hermite5(T, -r * d1, d1, z, r * d2, d2, z)
 
 
 @lru_cache(maxsize=64)
