@@ -144,6 +144,44 @@ def stop_with_parent() -> None:
         pass
 
 
+def publish_while_up(node, publisher, msg) -> bool:
+    """Publish ``msg`` unless the node is going down: a callback still running when SIGINT shut
+    the context down (or after ``destroy_node``) drops its message instead of failing, which
+    rclpy would report at exit as "The following exception was never retrieved". Any other
+    failure is raised. Whether the message was published."""
+    try:
+        publisher.publish(msg)
+        return True
+    except Exception:
+        if node.context.ok() and _alive(publisher):
+            raise
+        return False
+
+
+def _alive(entity) -> bool:
+    try:
+        with entity.handle:
+            return True
+    except Exception:  # noqa: BLE001 - InvalidHandle: destruction requested
+        return False
+
+
+def _settle(executor, timeout: float) -> None:
+    """Let the callbacks a multi-threaded ``executor`` still has once its spin has ended (running,
+    or queued in its thread pool) end, for up to ``timeout`` s, before it is shut down and the node
+    destroyed. rclpy 7.1.6's ``Executor.shutdown`` does not wait for them (it tests the flag it has
+    just set) and destroys the guard condition each of them triggers when it ends: rclpy then
+    prints "The following exception was never retrieved" at exit. A no-op for an executor without
+    a thread pool."""
+    import threading
+    pool = getattr(executor, "_executor", None)
+    if pool is None:
+        return
+    waiter = threading.Thread(target=pool.shutdown, kwargs={"wait": True}, name="settle", daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+
+
 def run(node_factory, name: str, args=None, multithreaded: bool = False, executor_factory=None) -> int:
     """rclpy.init, build the node, spin until SIGINT/SIGTERM; 0 on a clean stop, 1 if the node
     cannot start (e.g. a bad ``robot`` parameter; the reason is logged), 2 on bad ROS
@@ -189,6 +227,7 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
     finally:
         handler.stopping = True
         if executor is not None:
+            _settle(executor, 2.0)
             executor.shutdown(timeout_sec=1.0)
             if node is not None:
                 executor.remove_node(node)

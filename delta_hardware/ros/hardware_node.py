@@ -33,6 +33,7 @@ from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
 from delta_core.robot_file import RobotFileError
+from delta_core.ros.node_util import publish_while_up
 from delta_dynamics.kinds import joint_units, model_for
 from delta_hardware.drives import DriveError
 from delta_hardware.loop_client import LoopClient
@@ -72,7 +73,7 @@ class HardwareNode(LifecycleNode):
                                      (Trigger, "~/reset", r.on_reset, requests),
                                      (SetBool, "~/pause", r.on_pause, requests)):
             self.create_service(srv, name, cb, qos_profile=qos, callback_group=group)
-        self.create_timer(1.0, lambda: self.pub_diag.publish(diagnostics(self, node_status(self))),
+        self.create_timer(1.0, lambda: publish_while_up(self, self.pub_diag, diagnostics(self, node_status(self))),
                           callback_group=safety, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._loop_failed = self.create_guard_condition(self._after_loop_error)
         self.add_on_set_parameters_callback(r.on_set_parameters)
@@ -99,7 +100,7 @@ class HardwareNode(LifecycleNode):
             self.get_logger().warning(text)
         else:
             self.get_logger().info(text)
-        self.pub_events.publish(String(data=text))
+        publish_while_up(self, self.pub_events, String(data=text))
 
     # ------------------------------------------------------------------ lifecycle
     def on_configure(self, state: State) -> TransitionCallbackReturn:
