@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import time
 
-#: s the graph is watched for another stack before the drives are opened
-DISCOVERY_WAIT = 2.0
+#: s the graph is watched for another stack before the drives are opened: longer than Fast DDS's
+#: participant announcement period (3 s), so a node whose first announcements were missed on a
+#: busy host is still seen
+DISCOVERY_WAIT = 3.5
 
 
 def other_stack(node, owns_clock: bool, wait: float = DISCOVERY_WAIT) -> str:
