@@ -16,6 +16,9 @@ from delta_hardware.canopen import startup
 from delta_hardware.cia402 import State
 from delta_hardware.canopen.cyclic import CyclicExchange, hold_targets
 
+# drives emulated in this process on the steady clock: run alone (make test runs these after the parallel part)
+pytestmark = pytest.mark.serial
+
 ROBOT = load_robot("nt_robot")
 DT = 0.002
 
