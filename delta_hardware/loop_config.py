@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from delta_dynamics.algorithms import joint_space_inertia, joint_units, sample_workspace
+from delta_core.rates import check_control_rate
 from delta_core.robot_file import RobotFileError
 from delta_dynamics.kinds import same_kind_model
 from delta_hardware.loop_thread import RealtimeSettings
@@ -36,8 +37,7 @@ class LoopConfig:
     feedforward_topic: str = "/delta/feedforward"   # its resolved name, for the messages
 
     def __post_init__(self):
-        if not (isinstance(self.rate, (int, float)) and self.rate > 0 and math.isfinite(self.rate)):
-            raise ValueError(f"control_rate must be > 0 Hz, got {self.rate}")
+        self.rate = check_control_rate(self.rate)
         for name in ("kp", "kd"):
             v = tuple(float(x) for x in getattr(self, name))
             if len(v) != 3 or not all(math.isfinite(x) and x >= 0 for x in v):

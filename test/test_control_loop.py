@@ -301,7 +301,8 @@ def test_the_loop_thread_keeps_its_rate_across_a_backwards_step_of_the_stamp_clo
 
 @pytest.mark.parametrize("field, value", [("max_stall", -1.0), ("max_stall", float("nan")),
                                           ("command_timeout", 0.0), ("feedforward_timeout", float("inf")),
-                                          ("rate", 0.0), ("kp", (1.0, 2.0)), ("feedforward", "magic")])
+                                          ("rate", 0.0), ("rate", 50.0), ("rate", 5000.0), ("kp", (1.0, 2.0)),
+                                          ("feedforward", "magic")])
 def test_a_bad_loop_setting_is_refused_by_name(field, value):
     with pytest.raises(ValueError, match="control_rate" if field == "rate" else field):
         LoopConfig(**{field: value})
