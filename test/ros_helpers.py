@@ -231,8 +231,22 @@ class HardwareProbe:
         return np.array(self.js.position)
 
     def wait_ready(self, timeout: float = 120.0):          # a loaded 2-core host starts a node slowly
+        """Until the node is active: its joint states flow and its trajectory topic is subscribed
+        as soon as the loop runs, a moment before the activation has returned (a goal sent in
+        between is rightly refused: "the hardware node is not active")."""
+        import time
+        from lifecycle_msgs.srv import GetState
+        t0 = time.monotonic()
         ok = self.c.spin_until(lambda: self.js is not None and self.traj.get_subscription_count() > 0, timeout)
         assert ok, "hardware node did not come up"
+        label = ""
+        while time.monotonic() - t0 < timeout:
+            label = self.c.call(self.get_state, GetState.Request(), timeout=max(1.0, timeout - (time.monotonic() - t0)))
+            label = label.current_state.label
+            if label == "active":
+                return
+            self.c.spin_for(0.05)
+        raise AssertionError(f"hardware node did not become active (it is {label!r})")
 
     @property
     def sim_time(self) -> float:

@@ -282,7 +282,7 @@ def test_sigint_while_a_goal_runs_exits_cleanly_without_sigabrt():
         robot.wait_ready(60.0)
         assert action.wait_for_server(timeout_sec=30.0)
         fut = action.send_goal_async(joint_goal(ARMS, [(20.0, [0.3, 0.3, 0.3])]))
-        assert client.spin_until(fut.done, 20) and fut.result().accepted
+        assert client.spin_until(fut.done, 20) and fut.result().accepted, node.output()[-3000:]
         robot.wait_sim(0.3)
         node.proc.send_signal(signal.SIGINT)
         t0 = time.monotonic()

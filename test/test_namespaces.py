@@ -113,8 +113,16 @@ def test_pausing_one_clock_leaves_the_other_running(two):
     res = ctl("--namespace", "r1", "pause")
     assert res.returncode == 0, res.stderr
     try:
-        r1.c.spin_for(0.5)
-        t1 = r1.sim_time
+        # joint states published before the pause may still be in flight on a busy host: wait
+        # until r1's time has stood still for 0.5 s (it must, within 30 s)
+        t1, settled = None, False
+        for _ in range(60):
+            t1 = r1.sim_time
+            r1.c.spin_for(0.5)
+            if r1.sim_time == t1:
+                settled = True
+                break
+        assert settled, "r1's time went on after the pause"
         r2.wait_sim(0.5)                        # r2's time goes on ...
         assert r1.sim_time - t1 < 0.01          # ... r1's stands still
     finally:

@@ -15,6 +15,8 @@ import time
 #: participant announcement period (3 s), so a node whose first announcements were missed on a
 #: busy host is still seen
 DISCOVERY_WAIT = 3.5
+#: s more, once another publisher of the clock is seen, for its node's name (for the message)
+NAME_WAIT = 3.0
 
 
 def other_stack(node, owns_clock: bool, wait: float = DISCOVERY_WAIT) -> str:
@@ -24,6 +26,7 @@ def other_stack(node, owns_clock: bool, wait: float = DISCOVERY_WAIT) -> str:
     fqn = node.get_fully_qualified_name()
     clock = node.resolve_topic_name("/clock")
     deadline = time.monotonic() + wait
+    name_deadline = deadline + NAME_WAIT
     hint = ("start it in another namespace (delta-bringup --namespace r2, launch namespace:=r2) or another "
             "ROS_DOMAIN_ID")
     while True:
@@ -35,10 +38,11 @@ def other_stack(node, owns_clock: bool, wait: float = DISCOVERY_WAIT) -> str:
             others = [i for i in node.get_publishers_info_by_topic(clock)
                       if (i.node_name, i.node_namespace) != (name, ns)]
             known = [i for i in others if not i.node_name.startswith("_NODE_NAME_UNKNOWN")]
-            if known or (others and late):       # names come a moment after the endpoints
+            # the publishers' node names come a moment after their endpoints (later still on a busy host)
+            if known or (others and time.monotonic() >= name_deadline):
                 who = ", ".join(sorted({f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in known})) or \
                     "another node"
                 return f"another stack is running in this ROS domain: {clock} is already published by {who}; {hint}"
-        if late:
+        if late and not (owns_clock and others):
             return ""
         time.sleep(0.1)
