@@ -13,13 +13,13 @@ was granted and the frames dropped so far.
 from __future__ import annotations
 
 import os
-import re
 import socket
 from pathlib import Path
 
 import can
 
-_IPV4_PORT = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$")
+from delta_hardware.canopen.channel import split_port
+
 #: bytes of receive buffer asked for (8 MiB: seconds of a saturated 1 Mbit/s bus)
 RECEIVE_BUFFER = 8 << 20
 _SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)     # Linux; not exported by Python's socket module
@@ -37,10 +37,9 @@ def open_bus(interface: str, channel: str, receive_buffer: int = RECEIVE_BUFFER,
     """
     if interface == "udp_multicast":
         kwargs.setdefault("hop_limit", 0)
-        m = _IPV4_PORT.match(str(channel))
-        if m:
-            channel = m.group(1)
-            kwargs.setdefault("port", int(m.group(2)))
+        channel, port = split_port(channel)
+        if port is not None:
+            kwargs.setdefault("port", port)
     bus = can.Bus(interface=interface, channel=channel, **kwargs)
     if receive_buffer and interface in ("udp_multicast", "socketcan"):
         try:

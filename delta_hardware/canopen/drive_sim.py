@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import math
 import struct
-import sys
 import threading
 import time
 
@@ -639,15 +638,3 @@ class SimulatedCia402Drives:
         except Exception:
             return False
         return True
-
-
-# ---------------------------------------------------------------------------- command line
-def main(argv=None) -> int:
-    """``delta-drive-sim`` (:mod:`.sim_cli`, which installs its signal handlers before it
-    imports this module)."""
-    from delta_hardware.canopen.sim_cli import main as cli_main
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -16,14 +16,13 @@ signal during start-up is no exception either.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import math
 import signal
 import sys
 import threading
 import time
 
-from delta_hardware.canopen.bus import _IPV4_PORT          # stdlib only
+from delta_hardware.canopen.channel import check_channel    # stdlib only
 
 PROG = "delta-drive-sim"
 
@@ -77,29 +76,6 @@ def _interface(text: str) -> str:
         raise argparse.ArgumentTypeError(f"unknown python-can interface {text!r} (e.g. udp_multicast, "
                                          f"socketcan, virtual)")
     return text
-
-
-def check_channel(interface: str, channel: str) -> str:
-    """'' if ``channel`` suits ``interface``, else what is wrong (udp_multicast: a multicast
-    group, optionally ``:port``; every interface: not empty).
-
-    >>> check_channel("udp_multicast", "239.74.163.2:43200"), check_channel("socketcan", "can0")
-    ('', '')
-    >>> check_channel("udp_multicast", "10.0.0.1")
-    "must be a multicast group (224.0.0.0/4 or ff00::/8), optionally with :port, got '10.0.0.1'"
-    """
-    if not channel.strip():
-        return "must not be empty"
-    if interface == "udp_multicast":
-        m = _IPV4_PORT.match(channel)
-        group, port = (m.group(1), int(m.group(2))) if m else (channel, 1)
-        try:
-            ok = ipaddress.ip_address(group).is_multicast and 1 <= port <= 65535
-        except ValueError:
-            ok = False
-        if not ok:
-            return f"must be a multicast group (224.0.0.0/4 or ff00::/8), optionally with :port, got {channel!r}"
-    return ""
 
 
 def build_parser() -> argparse.ArgumentParser:
