@@ -33,6 +33,9 @@ import json
 import sys
 import time
 
+from delta_bringup.main import missing_ros
+from delta_core.ros.names import check_namespace, check_prefix
+
 PROG = "delta-ctl"
 PLATFORM = ("platform_x", "platform_y", "platform_z")
 
@@ -103,7 +106,6 @@ def _record_parser(sub):
 
 
 def parse_args(argv):
-    from delta_core.ros.names import check_namespace, check_prefix
     ap = parser()
     args = ap.parse_args(argv)
     try:
@@ -123,7 +125,7 @@ def trajectory_points(args):
         if args.joints is not None:
             return None, [(args.duration, list(args.joints), [0.0] * 3, [0.0] * 3)]
         return list(PLATFORM), [(args.duration, list(args.point), [0.0] * 3, [0.0] * 3)]
-    from delta_dynamics.trajectory_io import read_trajectory
+    from delta_dynamics.trajectory_io import read_trajectory   # in-function: numpy/scipy, for --file only
     tr = read_trajectory(args.file).trajectory
     t = tr.t - tr.t[0] + (args.approach if tr.t[0] == 0 else 0.0)
     return list(PLATFORM), [(float(t[k]), tr.X[k].tolist(), tr.Xd[k].tolist(), tr.Xdd[k].tolist())
@@ -307,7 +309,7 @@ def where_text(st: dict) -> str:
 
 
 def _record(stack, args) -> int:
-    from delta_bringup.record import RecordError, record
+    from delta_bringup.record import RecordError, record      # in-function: rclpy and rosbags, for record only
     topics = args.topics or ["joint_states"]
     ns = args.namespace.rstrip("/")
     full = [t if t.startswith("/") else f"{ns}/{t}" if ns else f"/{t}" for t in topics]
@@ -327,7 +329,6 @@ def main(argv=None) -> int:
             print(f"{PROG}: error: {getattr(e, 'filename', None) or ''}{': ' if getattr(e, 'filename', None) else ''}"
                   f"{getattr(e, 'strerror', None) or e}", file=sys.stderr)
             return 2
-    from delta_bringup.main import missing_ros
     missing = missing_ros()
     if missing:
         print(f"{PROG}: error: {missing}", file=sys.stderr)

@@ -44,6 +44,8 @@ from delta_core.robot_file import load_robot, save_robot
 from delta_core.ros.node_util import DEFAULT_ROBOT
 from delta_dynamics.algorithms import (forward_kinematics, inverse_kinematics, joint_state, parameter_names,
                                        workspace_centre)
+from delta_dynamics.identification.excitation import design_excitation as design
+from delta_dynamics.identification.excitation import load_excitation, preset_excitation
 from delta_dynamics.kinds import joint_units, kind_of, model_for
 from delta_dynamics.motion.trajectories import pick_place
 from delta_hardware.ros.messages import to_duration, to_time
@@ -131,8 +133,6 @@ def demo_excitation(model):
     else one designed now (SLSQP: seconds of CPU, and a trajectory that depends on the machine's
     floating point, so the demo's identified figures do too: store one with
     ``tools/design_excitations.py`` for figures others can reproduce)."""
-    from delta_dynamics.identification.excitation import (design_excitation as design, load_excitation,
-                                                          preset_excitation)
     path = preset_excitation(model.robot.name)
     if path is not None:
         ex = load_excitation(path, model, scale=EXCITATION["scale"])

@@ -39,8 +39,10 @@ import sys
 import threading
 import time
 
-from delta_core.ros.names import clock_remap
+from delta_core.paths import PathError, check_output_dir
+from delta_core.ros.names import check_namespace, check_prefix, clock_remap
 from delta_core.share import share_file
+from delta_core.text_input import TextInputError, read_text
 
 #: the stack's nodes, each in a process of its own (as ``ros2 launch`` runs them): no node can
 #: take another's GIL, and each gets its own share of a busy host's CPU
@@ -113,7 +115,6 @@ def parse_args(argv):
         args.sim_time = args.hardware != "canopen"
     if args.demo and args.hardware == "canopen":
         ap.error("--demo runs on the simulated robot (--hardware sim)")
-    from delta_core.ros.names import check_namespace, check_prefix
     try:
         args.namespace = check_namespace(args.namespace)
         if args.prefix is not None:
@@ -139,7 +140,6 @@ def check_params_file(path) -> str | None:
     """Why a ROS 2 parameter file is unusable (rcl would fail with a traceback), or None."""
     import yaml
 
-    from delta_core.text_input import TextInputError, read_text
     try:       # a FIFO, a device, a directory, a symlink loop: refused by name, no open blocks
         data = yaml.safe_load(read_text(path, 16 << 20, "a ROS 2 parameter file"))
     except TextInputError as e:
@@ -273,7 +273,7 @@ def main(argv=None) -> int:
             print(f"delta-bringup: error: {why}", file=sys.stderr)
             return 2
     if args.robot:
-        from delta_core.robot_file import RobotFileError, load_robot
+        from delta_core.robot_file import RobotFileError, load_robot    # in-function: numpy, for --robot only
         try:
             load_robot(args.robot)
         except RobotFileError as e:
@@ -281,19 +281,18 @@ def main(argv=None) -> int:
             return 2
     extra = []
     if args.demo:
-        from delta_core.paths import PathError, check_output_dir
         try:
             check_output_dir(args.out, "the demo's results")
         except PathError as e:
             print(f"delta-bringup: error: --out {e}", file=sys.stderr)
             return 2
-        from delta_bringup.demo import prepare
+        from delta_bringup.demo import prepare      # in-function: rclpy, after the arguments are checked
         try:
             extra = prepare(args)
         except (OSError, ValueError) as e:
             print(f"delta-bringup: error: {e}", file=sys.stderr)
             return 2
-    from delta_core.ros.node_util import install_stop_handler
+    from delta_core.ros.node_util import install_stop_handler   # in-function: rclpy, after the arguments are checked
 
     node_args = ros_arguments(args, ros_args, extra)
     stop = threading.Event()
@@ -313,7 +312,7 @@ def main(argv=None) -> int:
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         if args.demo:
-            from delta_bringup.demo import Demo
+            from delta_bringup.demo import Demo     # in-function: rclpy, with --demo only
             demo = Demo(args, args.excitation)
             executor.add_node(demo.node)
             worker = threading.Thread(target=demo.run_and_report, args=(stop,), daemon=True)

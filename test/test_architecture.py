@@ -263,6 +263,23 @@ def test_own_modules_are_imported_at_module_level():
     assert not bad, f"import these at module level: {bad}"
 
 
+def test_the_drivers_and_bringup_import_own_modules_inside_a_function_only_with_a_reason():
+    """delta_hardware and delta_bringup may defer an import of their own modules (rclpy, rosbags,
+    an optional package behind it, or nothing heavy before a CLI's signal handlers), each marked
+    ``# in-function: <why>`` on the import or within the three lines above it."""
+    bad = []
+    for m, imps in IMPORTS.items():
+        if m.split(".")[0] not in ("delta_hardware", "delta_bringup"):
+            continue
+        lines = MODULES[m][0].read_text(encoding="utf-8").splitlines()
+        for i in imps:
+            if i.in_function and _ours(i.target):
+                near = lines[max(0, i.line - 4):i.line + 1]
+                if not any("# in-function" in ln for ln in near):
+                    bad.append(i)
+    assert not bad, f"import these at module level or mark why not (# in-function: ...): {bad}"
+
+
 def test_the_kinds_have_the_same_modules():
     files = {kind: sorted(p.name for p in (ROOT / KINDS.get(kind).package.replace(".", "/")).glob("*.py"))
              for kind in KINDS.names()}

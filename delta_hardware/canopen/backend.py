@@ -131,7 +131,7 @@ class CanopenDriveSet(DriveSet):
         self.axes: list[Axis] = []
         try:
             if self.cfg.simulate if simulate is None else simulate:
-                from delta_hardware.canopen.drive_sim import SimulatedCia402Drives
+                from delta_hardware.canopen.drive_sim import SimulatedCia402Drives   # in-function: simulate only
                 try:
                     self.sim = SimulatedCia402Drives(self.robot, interface, channel, self.cfg, **(sim_options or {}))
                 except (DriveError, TypeError, ValueError) as e:

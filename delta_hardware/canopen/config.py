@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from delta_core.paths import PathError, check_readable_file
+from delta_core.share import share_file
 from delta_core.text_input import TextInputError, read_text
 from delta_hardware.canopen import object_dictionary as odict
 from delta_hardware.drives.interface import Mode
@@ -189,7 +190,6 @@ def resolve_path(source: str | os.PathLike) -> Path:
     s = str(source) if str(source) else DEFAULT_CONFIG
     if os.sep in s or s.endswith((".yaml", ".yml")):
         return Path(s)
-    from delta_core.share import share_file
     try:
         return Path(share_file("config", "drives", s + ".yaml"))
     except FileNotFoundError as e:

@@ -135,6 +135,7 @@ def main(argv=None) -> int:
     if len(a.absent) == 3:
         ap.error("argument --absent: at least one drive must be on the bus")
 
+    # in-function, here and below: nothing heavy before the signal handlers (module docstring)
     from delta_core.robot_file import RobotFileError, load_robot
     from delta_hardware.canopen.config import DrivesConfigError, load_drives_config
     try:
@@ -157,6 +158,7 @@ def main(argv=None) -> int:
 
     import numpy as np
 
+    # in-function: python-can and the drives only once the arguments are checked
     from delta_hardware.canopen.drive_sim import SimulatedCia402Drives
     from delta_hardware.drives.interface import DriveError
     try:
@@ -173,7 +175,7 @@ def main(argv=None) -> int:
         ids = ", ".join(str(d.node_id) for d in sim.present)
         _say(f"{PROG}: drives {sim.cfg.name} at node IDs {ids} on {a.interface} {a.channel}, "
              f"robot {sim.robot.name}; Ctrl-C to stop")
-        from delta_dynamics.kinds import joint_units
+        from delta_dynamics.kinds import joint_units         # in-function: as the drives above
         unit = joint_units(sim.robot)["position"]
         t0 = time.monotonic()
         next_status = t0 + a.status_period

@@ -33,7 +33,7 @@ from std_msgs.msg import String
 from std_srvs.srv import SetBool, Trigger
 
 from delta_core.robot_file import RobotFileError
-from delta_core.ros.node_util import publish_while_up
+from delta_core.ros.node_util import publish_while_up, run
 from delta_dynamics.kinds import joint_units, model_for
 from delta_hardware.drives import DriveError
 from delta_hardware.loop_client import LoopClient
@@ -224,7 +224,7 @@ class HardwareNode(LifecycleNode):
                                        prefix=self.prefix, void=self.loop.void, now=self.now)
         self._subs = r.subscriptions()
         try:
-            from delta_hardware.ros.follow_joint_trajectory import FollowJointTrajectoryServer
+            from delta_hardware.ros.follow_joint_trajectory import FollowJointTrajectoryServer   # in-function: control_msgs is optional
             self.action_server = FollowJointTrajectoryServer(self)
         except ImportError:
             self.action_server = None                       # control_msgs is not installed
@@ -243,8 +243,6 @@ class HardwareNode(LifecycleNode):
 
 def main(args=None) -> int:
     """Spin the node on the multi-threaded executor of :mod:`~delta_hardware.ros.rclpy_adapter`."""
-    from delta_core.ros.node_util import run
-
     def started():
         node = HardwareNode()
         node.start()
