@@ -146,6 +146,8 @@ def write_report(directory: str, m, result, meas) -> None:
 
 
 def run_calibrate(argv) -> int:
+    """``delta-calibrate``: fit the per-arm geometry of a robot file to measured poses (``--measurements``, SI
+    units) and write the calibrated robot file (``--out``) and optionally a report; the exit status."""
     ap = argparse.ArgumentParser(prog=PROG, description="Fit the per-arm geometry of a robot file to measured "
                                  "poses (positions: q1,q2,q3,x,y,z; heights: q1,q2,q3,z).")
     ap.add_argument("--robot", required=True, help="preset name or robot file")
@@ -173,6 +175,8 @@ def run_calibrate(argv) -> int:
 
 
 def run_poses(argv) -> int:
+    """``delta-calibrate poses``: choose ``--count`` measurement poses that make the geometry identifiable and write
+    them as a CSV of q1,q2,q3,x,y,z (m, or rad for a rotary robot's joints); the exit status."""
     ap = argparse.ArgumentParser(prog=f"{PROG} poses", description="Choose measurement poses that make the "
                                  "geometry identifiable (maximise the smallest singular value).")
     ap.add_argument("--robot", required=True)
@@ -196,6 +200,8 @@ def run_poses(argv) -> int:
 
 
 def run_from_klipper(argv) -> int:
+    """``delta-calibrate from-klipper``: a robot file from a Klipper ``printer.cfg`` (``delta`` or ``rotary_delta``),
+    masses, friction and drive limits taken from ``--template``; the exit status."""
     ap = argparse.ArgumentParser(prog=f"{PROG} from-klipper", description="A robot file from a Klipper "
                                  "printer.cfg ([printer] kinematics: delta or rotary_delta).")
     ap.add_argument("config")
@@ -224,6 +230,8 @@ def run_from_klipper(argv) -> int:
 
 
 def run_to_klipper(argv) -> int:
+    """``delta-calibrate to-klipper``: the Klipper ``[printer]``/``[stepper_*]`` values of a robot file (mm, deg), to
+    ``--out`` or standard output; the exit status."""
     ap = argparse.ArgumentParser(prog=f"{PROG} to-klipper", description="Klipper [printer]/[stepper_*] values "
                                  "of a robot file (linear: delta; rotary: rotary_delta).")
     ap.add_argument("robot")

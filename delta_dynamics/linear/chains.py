@@ -39,6 +39,8 @@ class LinearChains(ChainModel):
             self.block(p, "rod_length"), r
 
     def spheres(self, p, q):
+        """(S, rho): sphere centres S_i = (R_i - r) u_i + h_i e_z (N, 3, 3) and radii rho_i = l_i (3,), m, for
+        carriage positions q (N, 3), m."""
         o, phi, R, l, r = self._parts(p)
         h = np.asarray(q, dtype=float) + o
         u, _ = unit_vectors(phi)
@@ -52,6 +54,7 @@ class LinearChains(ChainModel):
         return (R[:, None] * u)[None] + (np.asarray(q, dtype=float) + o)[..., None] * E_Z
 
     def sphere_derivatives(self, p, q):
+        """(dS_dp, drho_dp, dS_dq): (N, 3, 3, P), (3, P) and (N, 3, 3); dS_i/dq_i = e_z."""
         o, phi, R, l, r = self._parts(p)
         n = np.atleast_2d(q).shape[0]
         u, v = unit_vectors(phi)

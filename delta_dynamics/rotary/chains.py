@@ -44,6 +44,8 @@ class RotaryChains(ChainModel):
         return tuple(self.block(p, n) for n in self.per_chain)
 
     def spheres(self, p, q):
+        """(S, rho): sphere centres S_i = (R_i - r_i + L_i cos theta_i) u_i - L_i sin theta_i e_z (N, 3, 3) and radii
+        rho_i = l_i (3,), m, for joint positions q (N, 3), rad."""
         o, phi, R, L, l, r = self._parts(p)
         th = np.asarray(q, dtype=float) + o                        # (N, 3)
         u, _ = unit_vectors(phi)
@@ -59,6 +61,8 @@ class RotaryChains(ChainModel):
         return (R + L * np.cos(th))[..., None] * u - (L * np.sin(th))[..., None] * E_Z
 
     def sphere_derivatives(self, p, q):
+        """(dS_dp, drho_dp, dS_dq): (N, 3, 3, P), (3, P) and (N, 3, 3);
+        dS_i/dq_i = -L_i sin theta_i u_i - L_i cos theta_i e_z."""
         o, phi, R, L, l, r = self._parts(p)
         th = np.asarray(q, dtype=float) + o
         n = th.shape[0]
