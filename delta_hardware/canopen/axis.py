@@ -80,10 +80,12 @@ class Axis:
 
     @property
     def label(self) -> str:
+        """``axis <n> (<joint>, node <id>)`` for messages (n counts from 1)."""
         return f"axis {self.index + 1} ({self.joint}, node {self.node_id})"
 
     @property
     def cia_state(self) -> cia402.State | None:
+        """The CiA 402 state the last statusword reports (None for a pattern CiA 402 does not define)."""
         return cia402.decode_statusword(self.values["statusword"])
 
     def has(self, name: str) -> bool:

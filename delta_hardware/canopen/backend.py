@@ -178,6 +178,7 @@ class CanopenDriveSet(DriveSet):
 
     @property
     def summary(self) -> str:
+        """The bus and the drives config's name (for the node's start-up line)."""
         return f"{self.where}, drives config {self.cfg.name}"
 
     # ================================================================== start-up
@@ -212,6 +213,7 @@ class CanopenDriveSet(DriveSet):
 
     @recorder.setter
     def recorder(self, fn):
+        """Set the recorder (None: none)."""
         self.cyclic.recorder = fn
 
     @property
@@ -248,6 +250,7 @@ class CanopenDriveSet(DriveSet):
 
     @property
     def emcy_log(self) -> list:
+        """The EMCY messages received: ``(axis index, error code, error register, monotonic time)``."""
         return self.monitor.emcy_log
 
     # ================================================================== state
@@ -263,6 +266,8 @@ class CanopenDriveSet(DriveSet):
 
     @property
     def state(self) -> DriveState:
+        """The combined state: FAULT if any axis faulted, ENABLED only if all are; DISABLED once closed.
+        The monitor checks heartbeats, NMT states and statuswords first."""
         if self._closed:
             return DriveState.DISABLED
         self.monitor.check()
@@ -271,6 +276,7 @@ class CanopenDriveSet(DriveSet):
 
     @property
     def faults(self) -> dict:
+        """A copy of the faults: axis index -> reason."""
         with self._fb:
             return dict(self._faults)
 

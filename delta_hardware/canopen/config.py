@@ -61,31 +61,40 @@ class AxisUnits:
 
     @property
     def counts_per_velocity_unit(self) -> float:
+        """Encoder increments per second in one of the drive's velocity units (:func:`velocity_unit_factor`)."""
         return velocity_unit_factor(self.velocity_unit, self.scaling.counts_per_rev)
 
     def position_to_si(self, counts: int) -> float:
+        """The joint position (rad; m on a linear robot) of ``counts`` encoder increments."""
         return self.scaling.position_to_si(counts)
 
     def position_to_counts(self, q: float) -> int:
+        """The joint position ``q`` (rad; m on a linear robot) in encoder increments."""
         return self.scaling.position_to_counts(q)
 
     def velocity_to_si(self, value: float) -> float:
+        """The joint velocity (rad/s; m/s on a linear robot) of ``value`` in the drive's velocity unit."""
         return self.scaling.velocity_to_si(value * self.counts_per_velocity_unit)
 
     def velocity_to_units(self, qd: float) -> int:
+        """The joint velocity ``qd`` (rad/s; m/s on a linear robot) in the drive's velocity unit, rounded."""
         s = self.scaling
         return int(round(s.direction * qd / (s.rad_per_count * self.counts_per_velocity_unit)))
 
     def torque_to_si(self, permille: float) -> float:
+        """The joint torque (N m; N on a linear robot) of ``permille`` of the motor's rated torque."""
         return self.scaling.torque_to_si(permille)
 
     def torque_to_permille(self, tau: float) -> int:
+        """The joint torque ``tau`` (N m; N on a linear robot) in per-mille of the motor's rated torque, rounded."""
         return self.scaling.torque_to_permille(tau)
 
 
 # ---------------------------------------------------------------------------- the config
 @dataclass
 class DrivesConfig:
+    """A drives config as read and checked (a YAML file under ``config/drives/``; field reference:
+    ``docs/canopen.md``). Times in s unless the name says ms."""
     name: str
     source: str
     description: str
@@ -117,6 +126,7 @@ class DrivesConfig:
 
     @property
     def catalogue(self):
+        """The object catalogue of this drive model: the standard objects with ``objects`` relocations applied."""
         return odict.catalogue(self.objects)
 
     def object_dictionary(self, node_id: int):

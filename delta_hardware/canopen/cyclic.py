@@ -60,13 +60,17 @@ class Ring:
         self.n = 0
 
     def add(self, v: float) -> None:
+        """Append the sample ``v`` (overwriting the oldest once full)."""
         self.a[self.n % len(self.a)] = v
         self.n += 1
 
     def values(self) -> np.ndarray:
+        """The samples kept (at most ``size``), in ring order (not time order once it has wrapped)."""
         return self.a[:min(self.n, len(self.a))]
 
     def summary(self, scale: float = 1e3) -> dict:
+        """``mean``, ``p50``, ``p99``, ``max`` and ``std`` of the samples times ``scale`` (default s -> ms);
+        ``{}`` without samples."""
         v = self.values()
         if not len(v):
             return {}
@@ -125,6 +129,7 @@ class CyclicExchange:
                 self.network.subscribe(p.cob_id, p.callback)
 
     def detach(self, ax) -> None:
+        """Stop decoding the TPDOs of ``ax`` (undo :meth:`attach`)."""
         for p in ax.tpdos:
             if p.callback is not None:
                 try:

@@ -152,6 +152,8 @@ class SimulatedDrive:
         return var.decode_raw(self.node.get_data(index, sub))
 
     def value_of(self, name):
+        """The value of the object ``name`` as a TPDO carries it: statusword, controlword, an actual value,
+        a target, error code or register, or the mode of operation display; None for any other."""
         if name == "statusword":
             return self.statusword()
         if name == "controlword":
@@ -188,6 +190,8 @@ class SimulatedDrive:
 
     # ------------------------------------------------------------------ state machine
     def statusword(self) -> int:
+        """The statusword of the drive's CiA 402 state, with following error, internal limit (torque at its limit),
+        target following (modes 8-10) and target reached (CSP, within 10 increments) bits."""
         mode = self.params.get("mode", 0)
         oe = self.state is State.OPERATION_ENABLED
         return cia402.encode_statusword(
@@ -197,6 +201,9 @@ class SimulatedDrive:
                                                     - self.actual["position_actual"]) <= 10)
 
     def apply_controlword(self, cw: int) -> None:
+        """Step the CiA 402 state machine by the controlword ``cw`` (SDO or RPDO). A fault reset leaves the
+        fault only once an injected cause is cleared (then the error is reset and a "no error" EMCY sent);
+        entering operation enabled holds the actual position until the first target arrives."""
         command = cia402.decode_controlword(cw, self.cw)
         self.cw = cw
         if command is Command.FAULT_RESET and self.state is State.FAULT and self.fault_cause is not None:
@@ -304,6 +311,8 @@ class SimulatedDrive:
                     self.targets[name] = v
 
     def send_tpdos(self, sync_count: int) -> None:
+        """Send the TPDOs due at SYNC number ``sync_count`` (transmission type 0, or n <= 240 on every n-th
+        SYNC), in NMT operational only."""
         if self.node.nmt.state != "OPERATIONAL":
             return
         for pdo in self.tpdos:
@@ -317,6 +326,7 @@ class SimulatedDrive:
             self.owner.network.send_message(pdo.cob_id, bytes(buf))
 
     def detach(self):
+        """Leave the bus: unsubscribe from the RPDOs and stop the heartbeat."""
         net = self.owner.network
         for cob in self._subscribed:
             net.unsubscribe(cob, self._on_rpdo)
@@ -389,6 +399,7 @@ class SimulatedCia402Drives:
 
     @property
     def present(self):
+        """The drives on the bus (the absent ones left out)."""
         return [d for d in self.drives if d is not None]
 
     # ------------------------------------------------------------------ NMT
@@ -549,6 +560,8 @@ class SimulatedCia402Drives:
 
     # ------------------------------------------------------------------ EMCY
     def send_emcy(self, d: SimulatedDrive, code: int, register: int) -> None:
+        """Send an EMCY of drive ``d`` with error ``code`` and error ``register`` (in NMT operational or
+        pre-operational only)."""
         if d.node.nmt.state in ("OPERATIONAL", "PRE-OPERATIONAL"):
             d.node.emcy.send(code, register)
 
@@ -573,6 +586,8 @@ class SimulatedCia402Drives:
             d.node.nmt.start_heartbeat = lambda ms: None      # broken: writing 0x1017 does not help
 
     def start_heartbeat(self, axis: int) -> None:
+        """The drive of ``axis`` sends heartbeats again (undoes :meth:`stop_heartbeat`), at its 0x1017 period
+        or the drives config's."""
         with self.lock:
             d = self.drives[axis]
             d.heartbeat_enabled = True
@@ -602,6 +617,7 @@ class SimulatedCia402Drives:
             self.drives[axis] = None
 
     def drive_state(self, axis: int) -> State:
+        """The CiA 402 state of the drive of ``axis`` (0-2)."""
         return self.drives[axis].state
 
     def states(self) -> str:
@@ -622,9 +638,11 @@ class SimulatedCia402Drives:
 
     @property
     def platform_position(self):
+        """The true platform position (m) of the simulated robot."""
         return self.physics.platform_position
 
     def joint_positions(self):
+        """The true joint positions (rad; m on a linear robot) of the simulated robot."""
         return self.physics.read().position
 
     def close(self) -> bool:

@@ -59,10 +59,13 @@ class Monitor:
 
     # ------------------------------------------------------------------ bus callbacks (notifier thread)
     def on_heartbeat(self, ax, state: int) -> None:
+        """Heartbeat of drive ``ax`` (notifier thread): note when it was heard and the NMT state it reported."""
         ax.hb_time = time.monotonic()
         ax.hb_state = state
 
     def on_emcy(self, ax, e) -> None:
+        """EMCY of drive ``ax`` (notifier thread): log it and, unless it is "error reset / no error", record
+        the fault (its text replaces a plain "the drive is in fault")."""
         self.emcy_log.append((ax.index, e.code, e.register, time.monotonic()))
         if e.code & 0xFF00 == 0:
             return                                     # error reset / no error
@@ -137,6 +140,7 @@ class Monitor:
 
     @staticmethod
     def fault_text(ax) -> str:
+        """The fault reason of drive ``ax`` whose statusword shows fault, with its last error code."""
         return (f"the drive is in fault, error code {cia402.error_text(ax.values.get('error_code', 0))}, "
                 f"node {ax.node_id}")
 

@@ -46,6 +46,7 @@ class ObjectSpec:
 
     @property
     def address(self) -> str:
+        """The object's address as ``0xIIII:SS`` (hexadecimal index and subindex)."""
         return f"0x{self.index:04X}:{self.subindex:02X}"
 
 

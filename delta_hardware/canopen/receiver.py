@@ -38,6 +38,7 @@ class ReceiverWatch(can.Listener):
 
     # ------------------------------------------------------------------ can.Listener
     def on_message_received(self, msg) -> None:
+        """Nothing: the listener is there for :meth:`on_error` only."""
         pass
 
     def on_error(self, exc: Exception) -> None:
@@ -55,10 +56,12 @@ class ReceiverWatch(can.Listener):
         self.clear_exception(self._network)
 
     def stop(self) -> None:
+        """Nothing to release."""
         pass
 
     # ------------------------------------------------------------------ the network
     def attach(self, network) -> None:
+        """Listen to ``network``'s notifier (call before ``network.connect()``)."""
         network.listeners.append(self)
         self._network = network
 

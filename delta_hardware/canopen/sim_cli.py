@@ -79,6 +79,7 @@ def _interface(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``delta-drive-sim``."""
     ap = _Parser(prog=PROG, description=(
         "Three simulated CiA 402 servo drives on a CAN bus, the robot's physics behind them. "
         "Runs until Ctrl-C, SIGINT or SIGTERM (exit status 0, bus closed)."))

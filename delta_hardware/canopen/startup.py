@@ -44,6 +44,7 @@ def nmt_name(state) -> str:
 
 
 def labels(axes) -> str:
+    """The labels of ``axes`` (:attr:`.axis.Axis.label`), comma separated."""
     return ", ".join(ax.label for ax in axes)
 
 
