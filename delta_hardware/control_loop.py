@@ -44,6 +44,9 @@ from delta_hardware.joint_plan import JointPlan, Setpoint
 
 @dataclass
 class CycleOutput:
+    """What one control cycle produced: its time (s), the measured position, velocity and effort, the
+    setpoint and the one a period ahead (None when not controlling), the torque written and its
+    feedforward part, and the events raised."""
     time: float
     position: tuple
     velocity: tuple
@@ -76,6 +79,7 @@ class LoopStats:
         self.overruns = 0
 
     def add_period(self, dt: float):
+        """Count one loop period ``dt`` (s): in the ring, the histogram and the worst."""
         self.periods[self.n % len(self.periods)] = dt
         self.n += 1
         self.hist[min(max(int(dt / self.BIN), 0), len(self.hist) - 1)] += 1
@@ -83,6 +87,7 @@ class LoopStats:
             self.worst = dt
 
     def add_latency(self, dt: float):
+        """Count one feedforward latency ``dt`` (s): from publishing a desired state to its feedforward's arrival."""
         self.latencies[self.n_lat % len(self.latencies)] = dt
         self.n_lat += 1
 
@@ -95,6 +100,8 @@ class LoopStats:
         return (k + 1) * self.BIN
 
     def summary(self) -> dict:
+        """Cycles, the period in ms (mean, p50, p99, max of the last ``size``; p99.9 and max of the whole run),
+        torque limit hits, overruns and feedforward counts and latencies; ``{"cycles": 0}`` before any period."""
         p = self.periods[:min(self.n, len(self.periods))]
         if len(p) == 0:
             return {"cycles": 0}
@@ -126,6 +133,8 @@ class LateCycles:
         self._since = None
 
     def add(self, now: float, gap: float) -> None:
+        """Count a cycle that came ``gap`` s after the previous one (loop time ``now``); the first is
+        reported at once."""
         self.count += 1
         self.total += 1
         self.worst = max(self.worst, gap)
@@ -258,6 +267,7 @@ class ControlLoop:
         return rec[0], rec[1], self.RECOVERY_SPEED * self.v_max
 
     def deactivate(self) -> None:
+        """Drop the plan and the stream and disable the drives."""
         with self._lock:
             self._plan, self._stream = None, None
         self.drives.disable()
@@ -364,6 +374,7 @@ class ControlLoop:
 
     @property
     def stopped_reason(self) -> str:
+        """Why the robot is stopped (the latched stop's reason; '' while it is not)."""
         return self._estop
 
     def _require_running(self, requested_ns: int | None = None):
@@ -522,6 +533,9 @@ class ControlLoop:
         return self.model_feedforward(sp)
 
     def model_feedforward(self, sp: Setpoint) -> np.ndarray:
+        """The feedforward effort (N m; N on a linear robot) of the setpoint ``sp`` from the in-process model:
+        inverse dynamics at its Cartesian state (Asadi & Heydari eq. 39; Colombo & Lentini eq. 14), or
+        ``ff_function`` where one is set."""
         if self.ff_function is not None:
             return self.ff_function(sp)
         m = self.ff_model

@@ -15,12 +15,15 @@ class TrajectoryRejected(ValueError):
 
 @dataclass(frozen=True)
 class Setpoint:
+    """A joint setpoint of the three axes: position ``q``, velocity ``qd`` and acceleration ``qdd``
+    (rad, rad/s, rad/s^2; m, m/s, m/s^2 for a linear robot's carriages)."""
     q: np.ndarray        # rad (m for a linear robot's carriages)
     qd: np.ndarray       # rad/s (m/s)
     qdd: np.ndarray      # rad/s^2 (m/s^2)
 
     @staticmethod
     def hold(q) -> "Setpoint":
+        """At rest at ``q``: zero velocity and acceleration."""
         z = np.zeros(3)
         return Setpoint(np.asarray(q, dtype=float).copy(), z, z.copy())
 
@@ -36,6 +39,8 @@ class JointPlan:
         self.end_time = self.start_time + float(self.times[-1])
 
     def sample(self, t: float) -> Setpoint:
+        """The setpoint at absolute time ``t`` (s) from its quintic segment; before the start the first knot,
+        after the end the last knot at rest."""
         s = t - self.start_time
         if s <= 0.0:
             k, u = 0, 0.0
@@ -67,6 +72,7 @@ class JointPlan:
         return q, np.where(after, 0.0, qd), np.where(after, 0.0, qdd)
 
     def done(self, t: float) -> bool:
+        """Whether the absolute time ``t`` (s) has reached the plan's end."""
         return t >= self.end_time
 
     def delay(self, dt: float) -> None:

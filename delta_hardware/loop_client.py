@@ -133,6 +133,7 @@ class LoopClient:
         return None if proc is None else proc.returncode
 
     def alive(self) -> bool:
+        """Whether the process runs and its link has not been lost."""
         return self.proc is not None and self.proc.poll() is None and not self._lost
 
     # ------------------------------------------------------------------ requests
@@ -276,6 +277,7 @@ class LoopClient:
 
     @property
     def paused(self) -> bool:
+        """Whether simulated time is paused (the shared block's flag)."""
         return bool(self.block.header["paused"])
 
     def take_records(self, limit: int = 1000):
@@ -307,6 +309,7 @@ class LoopClient:
     # ------------------------------------------------------------------ a loop's face
     @property
     def period(self) -> float:
+        """The control period (s) the loop process reported at start (else 1 / the configured rate)."""
         return float(self.info.get("period", 1.0 / self.spec.config.rate))
 
     def current_setpoint(self) -> Setpoint:

@@ -233,6 +233,8 @@ class SharedBlock:
 
     @classmethod
     def create(cls, ring: int = 8192, events: int = 256) -> "SharedBlock":
+        """A new block in an anonymous memory file (``memfd``) with room for ``ring`` state records and
+        ``events`` events."""
         fd = os.memfd_create("delta_loop", 0)
         return cls(fd, create=True, ring=ring, events=events)
 

@@ -90,6 +90,7 @@ class LoopProcess:
         ring_doorbell(self.doorbell)
 
     def stop(self, why: str) -> None:
+        """End the process: keep the first ``why`` and wake the main thread."""
         if not self.stopping.is_set():
             self.why = why
             self.stopping.set()
@@ -188,6 +189,8 @@ class LoopProcess:
             self.stop("the node closed the link")
 
     def start_thread(self) -> None:
+        """Start the loop thread: in simulated time (paced by ``real_time_factor``, paused if asked) or on the
+        wall clock; the other threads one real-time level below it (if configured), the start-up objects frozen."""
         spec, loop = self.spec, self.loop
         if self.sim:
             self.thread = SimTimeLoopThread(loop, self.on_cycle, start=self.start_time,
@@ -209,6 +212,7 @@ class LoopProcess:
         self.event(f"simulation paused at t = {t:.3f} s")
 
     def stop_thread(self) -> None:
+        """Stop the loop thread; simulated time goes on from where it stood at the next start."""
         if self.thread is not None:
             if isinstance(self.thread, SimTimeLoopThread):
                 self.start_time = self.thread.time          # simulated time goes on from here
@@ -252,9 +256,12 @@ class LoopProcess:
             self.stop(f"plan thread failed: {type(e).__name__}: {e}")
 
     def now(self) -> float:
+        """The loop's time (s): the shared block's simulated time, or the wall clock."""
         return float(self.block.header["now"]) if self.sim else time.time()
 
     def handle(self, op, msg) -> dict | None:
+        """Apply the small request ``op`` at once (estop, command, feedforward, hold, reconfigure, pause,
+        resume, pause_at, status); the data of its answer, or None. ValueError for an unknown ``op``."""
         loop = self.loop
         if op == "estop":
             loop.emergency_stop(msg.get("reason") or "emergency stop", at_ns=msg.get("rx"))
@@ -298,6 +305,8 @@ class LoopProcess:
         return {"now": th.time, "paused": th.paused}
 
     def status(self) -> dict:
+        """The loop's status for the node: stop reason, drive state, period, late cycles, feedforward, the loop
+        statistics, the pacing of simulated time or the real-time warnings, and the drives' diagnostics."""
         loop, th = self.loop, self.thread
         st = {"stopped": loop.stopped_reason or self.failure, "drives": self.drives.state.value,
               "running": th is not None and th.running, "period": loop.period, "late_cycles": loop.late.total,
@@ -358,6 +367,7 @@ class LoopProcess:
         return True
 
     def status_brief(self) -> dict:
+        """Whether simulated time is paused, and the real-time warnings (the answer to ``activate``)."""
         th = self.thread
         return {"paused": bool(getattr(th, "paused", False)),
                 "realtime_warnings": list(getattr(th, "warnings", []) or [])}
@@ -406,6 +416,8 @@ def _fd_socket(fd: int) -> socket.socket:
 
 
 def main(argv=None) -> int:
+    """The control-loop process on the link's file descriptors: build the loop from the node's spec, serve
+    until the link, the node or a signal ends it, then shut the drives down; the exit status."""
     ap = argparse.ArgumentParser(prog="delta_hardware.loop_process",
                                  description="the control loop of delta_hardware (started by the hardware node)")
     ap.add_argument("--control", type=int, required=True)

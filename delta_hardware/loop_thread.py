@@ -200,6 +200,7 @@ class SimTimeLoopThread(_Runner):
 
     @property
     def paused(self) -> bool:
+        """Whether simulated time is paused."""
         return not self._running.is_set()
 
     def pause(self, wait: float = 0.0) -> None:
@@ -210,9 +211,11 @@ class SimTimeLoopThread(_Runner):
             self.parked.wait(wait)
 
     def resume(self) -> None:
+        """Restart simulated time after :meth:`pause`."""
         self._running.set()
 
     def stop(self, timeout: float = 2.0):
+        """Stop the thread, paused or not, and wait up to ``timeout`` s for it."""
         self._stop.set()
         self._running.set()                              # a paused loop must see the stop
         super().stop(timeout)

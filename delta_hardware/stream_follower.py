@@ -40,6 +40,8 @@ class StreamFollower:
         self.inp.target_acceleration = [0.0] * 3
 
     def set_velocity_limit(self, v_max) -> None:
+        """Set the velocity limits ``v_max`` (3 values; rad/s, m/s on a linear robot) of the motion toward the
+        target (the loop lowers them during the way back into the joint limits)."""
         self.inp.max_velocity = [float(v) for v in v_max]
 
     def reset(self, q, qd, qdd) -> None:

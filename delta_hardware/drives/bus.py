@@ -39,6 +39,7 @@ class BusParameter:
     choices: object = None
 
     def allowed(self) -> tuple | None:
+        """The values allowed (``choices``, called first if a callable), or None for a parameter without choices."""
         return tuple(self.choices() if callable(self.choices) else self.choices) if self.choices else None
 
     @property

@@ -16,6 +16,7 @@ class DriveError(RuntimeError):
 
 
 class DriveState(enum.Enum):
+    """The combined CiA 402 state of the three axes as the control loop sees it."""
     DISABLED = "disabled"              # CiA 402: switch on disabled / ready / switched on
     ENABLED = "operation_enabled"
     QUICK_STOP = "quick_stop_active"
@@ -23,6 +24,7 @@ class DriveState(enum.Enum):
 
 
 class Mode(enum.Enum):
+    """The cyclic synchronous mode of operation; the value is its CiA 402 code (0x6060)."""
     POSITION = 8                       # cyclic synchronous position (CSP)
     VELOCITY = 9                       # cyclic synchronous velocity (CSV)
     TORQUE = 10                        # cyclic synchronous torque (CST)
@@ -30,6 +32,8 @@ class Mode(enum.Enum):
 
 @dataclass
 class Feedback:
+    """The latest state of the three axes (rad, rad/s, N m: the torque measured or applied), the combined
+    state and the faults (axis index -> reason)."""
     position: tuple                    # rad
     velocity: tuple                    # rad/s
     torque: tuple                      # N m (measured / applied)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class AxisScaling:
+    """One axis' conversions between the drive's integers and SI at the arm (the equations of the module
+    docstring); on a linear robot m, m/s and N, with ``gear_ratio`` = 2 pi / travel per motor revolution."""
     counts_per_rev: int = 2 ** 17      # encoder increments per motor revolution
     gear_ratio: float = 1.0            # motor turns per arm turn
     rated_torque: float = 1.0          # N m at the motor for 1000 per-mille
@@ -38,21 +40,27 @@ class AxisScaling:
         return 2.0 * math.pi / (self.counts_per_rev * self.gear_ratio)
 
     def position_to_si(self, counts: int) -> float:
+        """q_arm = s 2 pi counts / (counts_per_rev n) + q0 (rad) of ``counts`` encoder increments."""
         return self.direction * counts * self.rad_per_count + self.offset
 
     def position_to_counts(self, q: float) -> int:
+        """The encoder increments of the arm position ``q`` (rad), rounded (the inverse of :meth:`position_to_si`)."""
         return int(round(self.direction * (q - self.offset) / self.rad_per_count))
 
     def velocity_to_si(self, counts_per_s: float) -> float:
+        """qd_arm = s 2 pi counts_per_s / (counts_per_rev n) (rad/s) of ``counts_per_s`` increments per second."""
         return self.direction * counts_per_s * self.rad_per_count
 
     def velocity_to_counts(self, qd: float) -> int:
+        """The encoder increments per second of the arm velocity ``qd`` (rad/s), rounded."""
         return int(round(self.direction * qd / self.rad_per_count))
 
     def torque_to_si(self, permille: float) -> float:
+        """tau_arm = s n rated_torque permille / 1000 (N m) of ``permille`` of the motor's rated torque."""
         return self.direction * self.gear_ratio * self.rated_torque * permille / 1000.0
 
     def torque_to_permille(self, tau: float) -> int:
+        """The per-mille of the motor's rated torque for the arm torque ``tau`` (N m), rounded."""
         return int(round(self.direction * tau * 1000.0 / (self.gear_ratio * self.rated_torque)))
 
     def quantize_position(self, q: float) -> float:

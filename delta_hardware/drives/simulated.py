@@ -111,14 +111,18 @@ class SimulatedDriveSet(DriveSet):
 
     @property
     def summary(self) -> str:
+        """``plant <name>``: the simulated plant (for the node's start-up line)."""
         return f"plant {self.plant_name}"
 
     # ------------------------------------------------------------------ state machine
     @property
     def state(self) -> DriveState:
+        """The combined state of the simulated axes."""
         return self._state
 
     def enable(self) -> None:
+        """Every axis to operation enabled, the position target at the actual position and the other targets
+        0 (as CSP on a real drive); DriveError while an axis is in fault."""
         with self._lock:
             if self._state is DriveState.FAULT:
                 raise DriveError(f"cannot enable: axis {self._first_fault()} is in fault; reset first")
@@ -130,18 +134,21 @@ class SimulatedDriveSet(DriveSet):
                 self._state = DriveState.ENABLED
 
     def disable(self) -> None:
+        """Disable every axis (a fault stays a fault); the brakes hold the arms."""
         with self._lock:
             if self._state is not DriveState.FAULT:
                 self._state = DriveState.DISABLED
             self.plant.brake()
 
     def quick_stop(self, reason: str = "") -> None:
+        """Quick stop every axis (a fault stays a fault); the brakes hold the arms."""
         with self._lock:
             if self._state is not DriveState.FAULT:
                 self._state = DriveState.QUICK_STOP
             self.plant.brake()
 
     def reset(self) -> None:
+        """Clear the faults; from fault or quick stop to disabled."""
         with self._lock:
             self._faults.clear()
             if self._state in (DriveState.FAULT, DriveState.QUICK_STOP):
@@ -160,6 +167,8 @@ class SimulatedDriveSet(DriveSet):
 
     # ------------------------------------------------------------------ cyclic exchange
     def write(self, torque=None, position=None, velocity=None) -> None:
+        """Set the next cycle's targets (torque: N m; position: rad; velocity: rad/s; 3 finite numbers
+        each); DriveError unless operation enabled."""
         if self._state is not DriveState.ENABLED:
             raise DriveError(f"drives are {self._state.value}, not operation enabled: command refused")
         with self._lock:
@@ -210,6 +219,8 @@ class SimulatedDriveSet(DriveSet):
 
     # ------------------------------------------------------------------ feedback
     def read(self) -> Feedback:
+        """The feedback: positions quantised to encoder increments, velocities and applied torques with the
+        cycle's noise, the state and a copy of the faults."""
         with self._lock:
             q, qd = self.plant.joint_state()
             q = tuple(s.quantize_position(v) for s, v in zip(self.scaling, q))

@@ -61,16 +61,19 @@ class Broadcaster:
         self._thread = threading.Thread(target=self._run, name="delta_broadcaster", daemon=True)
 
     def start(self) -> None:
+        """Start the publishing thread (a simulation that owns the time first sends its ``/clock``)."""
         if self.owns_time:                       # a simulation that starts paused has a time too
             self._send_clock(self.client.now())
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop the publishing thread (waiting up to 5 s for it)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(5.0)
 
     def destroy(self) -> None:
+        """:meth:`stop`, then destroy the publishers."""
         self.stop()
         for pub in (self.pub_js, self.pub_desired, self.pub_clock):
             if pub is not None:

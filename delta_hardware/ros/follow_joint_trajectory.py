@@ -82,6 +82,7 @@ class Tolerances:
     goal_translation: float = float("nan")
 
     def any_path(self) -> bool:
+        """Whether any path tolerance is to be checked (a finite value)."""
         return bool(np.isfinite(self.path_position).any() or np.isfinite(self.path_velocity).any()
                     or np.isfinite(self.path_translation))
 
@@ -104,6 +105,8 @@ class Prepared:
 
 @dataclass
 class Running:
+    """The goal being executed: its plan and prepared goal, a path tolerance violation found by the
+    loop thread, whether it is done, and the lock that guards them."""
     plan: object
     prepared: Prepared
     violation: str = ""                # set by the loop thread (path tolerance)
@@ -123,6 +126,9 @@ def _value(v: float, default: float, what: str) -> float:
 
 
 class FollowJointTrajectoryServer:
+    """The ``follow_joint_trajectory`` action of ``node``, served by the companion node
+    ``<node>_actions`` on an executor thread of its own (module docstring)."""
+
     def __init__(self, node):
         import rclpy
         from rclpy.executors import MultiThreadedExecutor

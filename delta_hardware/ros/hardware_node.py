@@ -53,6 +53,8 @@ SUCCESS, FAILURE, ERROR = (TransitionCallbackReturn.SUCCESS, TransitionCallbackR
 
 
 class HardwareNode(LifecycleNode):
+    """The hardware node (module docstring): a lifecycle node whose control loop runs in a process of its own."""
+
     def __init__(self, node_name: str = "delta_hardware", **kwargs):
         super().__init__(node_name, **kwargs)
         for name, prm in PARAMETERS.items():
@@ -81,12 +83,15 @@ class HardwareNode(LifecycleNode):
 
     # ------------------------------------------------------------------ small helpers
     def params(self) -> dict:
+        """The node's parameter values by name (:data:`~delta_hardware.ros.parameters.PARAMETERS`)."""
         return {name: self.get_parameter(name).value for name in PARAMETERS}
 
     def lifecycle(self) -> str:
+        """The lifecycle state's label (``unconfigured``, ``inactive``, ``active``, ...)."""
         return lifecycle_state(self)
 
     def active(self) -> bool:
+        """Whether the node is active and its loop process alive."""
         return self._running and self.loop is not None and self.loop.alive()
 
     def now(self) -> float:
@@ -94,6 +99,7 @@ class HardwareNode(LifecycleNode):
         return self.loop.now() if self.owns_time and self.loop is not None else time.time()
 
     def event(self, text: str, warn: bool = False, error: bool = False) -> None:
+        """Log ``text`` (info, warning or error) and publish it on ``~/events``."""
         if error:                # rclpy wants one severity per call site
             self.get_logger().error(text)
         elif warn:
@@ -104,6 +110,8 @@ class HardwareNode(LifecycleNode):
 
     # ------------------------------------------------------------------ lifecycle
     def on_configure(self, state: State) -> TransitionCallbackReturn:
+        """Lifecycle ``configure``: check the parameters, refuse beside another stack, start the loop process
+        and create the entities; FAILURE leaves the node unconfigured."""
         p = self.params()
         try:
             check_parameters(p)
@@ -140,6 +148,8 @@ class HardwareNode(LifecycleNode):
         return SUCCESS
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
+        """Lifecycle ``activate``: enable the drives and start the loop, holding position; FAILURE if the
+        drives refuse."""
         try:
             reply = self.loop.ask("activate", timeout=60.0)
         except DriveError as e:
@@ -154,6 +164,8 @@ class HardwareNode(LifecycleNode):
         return super().on_activate(state)
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        """Lifecycle ``deactivate``: stop the loop and disable the drives; ERROR (to error processing) after
+        a loop failure."""
         self._running = False
         try:
             self.loop.ask("deactivate", timeout=30.0)
@@ -165,11 +177,13 @@ class HardwareNode(LifecycleNode):
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        """Lifecycle ``cleanup``: :meth:`release`."""
         self.release()
         return SUCCESS
     on_shutdown = on_cleanup
 
     def on_error(self, state: State) -> TransitionCallbackReturn:
+        """Lifecycle error processing: :meth:`release`; the node ends unconfigured."""
         self.release()
         self.get_logger().error(f"error processing done, unconfigured: {self.failure or 'node error'}")
         return SUCCESS
@@ -200,6 +214,7 @@ class HardwareNode(LifecycleNode):
             loop.block.close()
 
     def destroy_node(self):
+        """:meth:`release`, then destroy the node."""
         self.release()
         super().destroy_node()
 

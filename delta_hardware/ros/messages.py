@@ -12,11 +12,13 @@ def to_sec(stamp) -> float:
 
 
 def to_time(t: float) -> Time:
+    """float seconds -> builtin_interfaces Time (nanoseconds rounded, at most 999999999)."""
     sec = math.floor(t)
     return Time(sec=int(sec), nanosec=min(int(round((t - sec) * 1e9)), 999_999_999))
 
 
 def to_duration(t: float) -> Duration:
+    """float seconds -> builtin_interfaces Duration (nanoseconds rounded, at most 999999999)."""
     sec = math.floor(t)
     return Duration(sec=int(sec), nanosec=min(int(round((t - sec) * 1e9)), 999_999_999))
 

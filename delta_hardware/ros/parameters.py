@@ -24,6 +24,8 @@ from delta_hardware.loop_thread import RealtimeSettings
 
 @dataclass(frozen=True)
 class Param:
+    """One parameter of the hardware node: its default, its meaning (the declaration's description) and
+    whether it may change while active."""
     default: object
     meaning: str
     runtime: bool = False        # may change while active

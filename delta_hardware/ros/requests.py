@@ -104,9 +104,12 @@ class Requests:
         self.node.event(f"joint command rejected: {text}", warn=True)
 
     def reject(self, source, reason):
+        """A refused ``source`` (a trajectory), with the reason, on ``~/events`` as a warning."""
         self.node.event(f"{source} rejected: {reason}", warn=True)
 
     def on_trajectory(self, source, raw, info):
+        """Message of ``~/joint_trajectory`` or ``~/cartesian_trajectory`` (``raw``: serialized): to the
+        intake with its reception time if the node is active, else rejected."""
         node = self.node
         if not node.active():
             self.reject(source, "the hardware node is not active")
@@ -114,6 +117,8 @@ class Requests:
             node.intake.put(source, raw, rx=info.get("received_timestamp") or time.time_ns())
 
     def on_joint_command(self, msg, info):
+        """Message of ``delta/joint_commands``: a streamed position (and effort) command of the arm joints,
+        checked by the loop's rules and sent to the loop; a refusal goes to ``~/events``."""
         node = self.node
         try:
             if not node.active():
@@ -129,6 +134,8 @@ class Requests:
             node.event(f"joint command rejected: {e}", warn=True)
 
     def on_feedforward(self, msg):
+        """Message of ``delta/feedforward``: the arm joints' efforts (N m; N on a linear robot) for its stamp,
+        sent to the loop; anything else is ignored."""
         node = self.node
         if node.loop is None:
             return
@@ -142,6 +149,7 @@ class Requests:
 
     # ------------------------------------------------------------------ services
     def on_estop(self, request, response):
+        """Service ``~/emergency_stop``: quick-stop every axis and hold; success once the loop confirms."""
         node, rx = self.node, request_received_ns()
         try:
             if node.loop is None:
@@ -155,6 +163,7 @@ class Requests:
         return response
 
     def on_reset(self, request, response):
+        """Service ``~/reset``: clear the latched stop (void if received before it) and hold position."""
         node, rx = self.node, request_received_ns()
         try:
             if not node.active():
@@ -182,6 +191,7 @@ class Requests:
         return response
 
     def on_status(self, request, response):
+        """Service ``~/status``: the node's status as JSON; success while active and not stopped."""
         st = node_status(self.node)
         response.success = not st["stopped"] and st["active"]
         response.message = json.dumps(st)

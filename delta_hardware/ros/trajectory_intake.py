@@ -272,6 +272,7 @@ received at ``rx`` is void ('' if not: e.g. received before a stop). Messages wa
                     pass
 
     def close(self, timeout: float = 2.0) -> None:
+        """End the intake thread after the messages queued before, waiting up to ``timeout`` s."""
         self._queue.put(None)
         self._thread.join(timeout)
 
