@@ -62,6 +62,7 @@ def _positive(text):
 
 
 def parser() -> argparse.ArgumentParser:
+    """The argument parser of ``delta-ctl`` (the module docstring is its help)."""
     ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
@@ -106,6 +107,8 @@ def _record_parser(sub):
 
 
 def parse_args(argv):
+    """The arguments of ``argv``, the namespace normalised; a bad namespace, prefix or ``move`` target
+    exits 2 with the parser's message."""
     ap = parser()
     args = ap.parse_args(argv)
     try:
@@ -154,12 +157,14 @@ class Stack:
                                       QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
 
     def close(self):
+        """Destroy the client node and shut its private context down."""
         import rclpy
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
 
     def spin(self, seconds: float, until=None) -> bool:
+        """Spin for up to ``seconds`` (s) until ``until()`` is true; whether it is (True without ``until``)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             self.executor.spin_once(timeout_sec=0.05)
@@ -168,9 +173,12 @@ class Stack:
         return until() if until is not None else True
 
     def where(self) -> str:
+        """The hardware node's full name, e.g. ``r1/delta_hardware`` (for messages)."""
         return f"{self.args.namespace}/{self.args.node}" if self.args.namespace else f"/{self.args.node}"
 
     def call(self, srv_type, name, request):
+        """Call the hardware node's service ``name`` with ``request``; its response, or Failed if the
+        service is not there or does not answer within ``--timeout``."""
         client = self.node.create_client(srv_type, self.base + name)
         try:
             if not self.spin(self.args.timeout, client.service_is_ready):
@@ -184,12 +192,15 @@ class Stack:
             self.node.destroy_client(client)
 
     def trigger(self, name) -> int:
+        """Call the Trigger service ``name`` (``emergency_stop``, ``reset``) and print its message; 0 on success,
+        else 1."""
         from std_srvs.srv import Trigger
         res = self.call(Trigger, name, Trigger.Request())
         print(res.message)
         return 0 if res.success else 1
 
     def status(self) -> int:
+        """``status``: print the hardware node's status (JSON, indented); 0 if it is active and not stopped, else 1."""
         from std_srvs.srv import Trigger
         res = self.call(Trigger, "status", Trigger.Request())
         try:
@@ -210,12 +221,14 @@ class Stack:
         return 0 if st.get("position") else 1
 
     def pause(self, paused: bool) -> int:
+        """``pause`` / ``resume``: pause (True) or resume simulated time and print the answer; 0 on success, else 1."""
         from std_srvs.srv import SetBool
         res = self.call(SetBool, "pause", SetBool.Request(data=paused))
         print(res.message)
         return 0 if res.success else 1
 
     def follow_events(self, follow: bool, seconds: float) -> int:
+        """``events``: print the hardware node's events for ``seconds`` (s), or until Ctrl-C with ``follow``; 0."""
         shown = 0
         deadline = None if follow else time.monotonic() + seconds
         try:
@@ -229,6 +242,8 @@ class Stack:
         return 0
 
     def send(self, names, points, wait: bool) -> int:
+        """``move`` / ``run``: publish the points ``(t, q, qd, qdd)`` on ``<node>/joint_trajectory`` (``names`` None:
+        the arm joints) and print the node's verdict, with ``wait`` also the end of the motion; 0 if accepted."""
         from builtin_interfaces.msg import Duration
         from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
         pub = self.node.create_publisher(JointTrajectory, self.base + "joint_trajectory", 10)
@@ -320,6 +335,7 @@ def _record(stack, args) -> int:
 
 
 def main(argv=None) -> int:
+    """Entry point of ``delta-ctl``; the exit status (0 done, 1 refused or not running, 2 bad arguments or input)."""
     args = parse_args(sys.argv[1:] if argv is None else list(argv))
     points = None
     if args.command in ("move", "run"):

@@ -149,6 +149,9 @@ def demo_excitation(model):
 
 
 class Demo:
+    """The demo session (module docstring): a node ``delta_demo`` that drives the stack's hardware and
+    identification nodes over ROS and records the joint states."""
+
     def __init__(self, args, excitation):
         import rclpy
         self.args = args
@@ -191,6 +194,7 @@ class Demo:
 
     # ------------------------------------------------------------------ plumbing
     def say(self, text):
+        """Print ``text`` as a ``[demo]`` line."""
         print(f"[demo] {text}", flush=True)
 
     def now(self) -> float:
@@ -206,9 +210,11 @@ class Demo:
         return future.result()
 
     def set_feedforward(self, mode):
+        """Set the hardware node's ``feedforward`` parameter (``none``, ``model`` or ``topic``)."""
         self.set_param(self.set_params, "feedforward", mode)
 
     def hardware_status(self) -> dict:
+        """The hardware node's ``~/status`` (the JSON of its message, as a dict)."""
         return json.loads(self._wait(self.status.call_async(Trigger.Request())).message)
 
     #: s of simulated time from the end of one motion to the start of the next (the robot holds)
@@ -223,12 +229,14 @@ class Demo:
     stop = None
 
     def set_param(self, client, name, value):
+        """Set the parameter ``name`` to ``value`` through the SetParameters ``client``; RuntimeError if refused."""
         req = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
         res = self._wait(client.call_async(req)).results[0]
         if not res.successful:
             raise RuntimeError(f"{client.srv_name} refused {name}={value!r}: {res.reason}")
 
     def pause(self, paused: bool):
+        """Pause (True) or resume simulated time through the hardware node's ``~/pause``; RuntimeError if refused."""
         res = self._wait(self.pause_client.call_async(SetBool.Request(data=paused)))
         if not res.success:
             raise RuntimeError(f"cannot {'pause' if paused else 'resume'} the simulation: {res.message}")
@@ -311,9 +319,12 @@ class Demo:
 
     # ------------------------------------------------------------------ phases
     def home(self, q_goal, duration=2.0):
+        """Move to the joint positions ``q_goal`` in ``duration`` s (the next motion of the timeline)."""
         self.motion([duration], [q_goal])
 
     def cycles(self, label):
+        """Run the pick-and-place cycles (100 Hz knots) as phase ``label`` and keep its RMS tracking error at
+        the joints and at the platform (forward kinematics of the measured joints, mm)."""
         tr = self.cycle_traj
         q, qd, qdd = joint_state(self.model, tr.X, tr.Xd, tr.Xdd)
         step = 10                                          # 100 Hz knots, quintic in between
@@ -340,6 +351,8 @@ class Demo:
         self.say(f"{label}: RMS tracking error {rms * 1e3:.3f} {self.milli}, {rms_mm:.3f} mm at the platform")
 
     def excitation(self):
+        """Home to the excitation trajectory's start, then run it (two cycles, knots every 10 ms; the span
+        kept for :meth:`identify`)."""
         ex = self.excite
         t, q, qd, qdd = ex.trajectory.sample(dt=0.01, cycles=2)
         self.home(q[0])
@@ -364,6 +377,9 @@ class Demo:
 
     # ------------------------------------------------------------------ the session
     def run(self):
+        """The session: home, cycles with PD only, with the nominal feedforward, the excitation, identification,
+        home, cycles with the identified feedforward, then :meth:`report`. RuntimeError if a service is
+        missing or the simulation did not start paused."""
         for c in (self.set_params, self.ident_params, self.refit, self.status, self.pause_client):
             if not c.wait_for_service(timeout_sec=30.0):
                 raise RuntimeError(f"service {c.srv_name} is not available")
@@ -405,6 +421,9 @@ class Demo:
             stop.set()
 
     def report(self):
+        """Write ``demo_summary.md``, ``demo_results.json`` and the plots into ``<out>``, print the verdict, and
+        set :attr:`meaningful`: the identified feedforward at least ``MIN_IMPROVEMENT`` times better than PD
+        only and better than the nominal one."""
         r = self.results
         pd, nom, idf = (r[k]["rms"] for k in ("PD only", "nominal feedforward", "identified feedforward"))
         st = self.hardware_status()

@@ -79,6 +79,7 @@ def _rtf(text):
 
 
 def parse_args(argv):
+    """(arguments, ROS arguments after ``--ros-args``) of ``argv``; a bad combination exits 2 with the reason."""
     if "--ros-args" in argv:
         k = argv.index("--ros-args")
         argv, ros_args = argv[:k], argv[k + 1:]
@@ -186,9 +187,11 @@ class NodeProcess:
                                      start_new_session=True)   # our signals reach it through stop() only
 
     def alive(self) -> bool:
+        """Whether the node's process is still running."""
         return self.proc.poll() is None
 
     def interrupt(self) -> None:
+        """Send SIGINT to the node's process if it still runs."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
 
@@ -259,6 +262,8 @@ def _watch(processes, stop: threading.Event, ended: list):
 
 
 def main(argv=None) -> int:
+    """Entry point of ``delta-bringup``: start every node's process, supervise them (and run the demo) until
+    Ctrl-C, SIGTERM or a node ending, then stop them all; the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args, ros_args = parse_args(argv)
     missing = missing_ros()

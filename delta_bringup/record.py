@@ -48,6 +48,9 @@ class RecordError(RuntimeError):
 
 @dataclass
 class TopicRecord:
+    """One recorded topic: its name, message type and type hash (and the publishers' announced one), the
+    messages written, the bag's connection, notes for the summary, and whether a message published after
+    the stop has arrived."""
     topic: str
     msgtype: str
     hash: str
@@ -134,6 +137,8 @@ class Recorder:
         return found
 
     def open(self, found):
+        """Open the bag (``out`` must not exist yet) and subscribe raw to every topic of ``found`` (from
+        :meth:`discover`); RecordError if the bag cannot be written."""
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
         from rosbags.rosbag2 import StoragePlugin, Writer
 
@@ -200,9 +205,11 @@ class Recorder:
 
     @property
     def count(self) -> int:
+        """The messages written so far, over all topics."""
         return sum(r.count for r in self.records.values())
 
     def close(self):
+        """Destroy the subscriptions and close the bag (its index and metadata written)."""
         for s in self.subs:
             self.node.destroy_subscription(s)
         self.subs = []
