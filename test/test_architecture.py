@@ -263,6 +263,30 @@ def test_own_modules_are_imported_at_module_level():
     assert not bad, f"import these at module level: {bad}"
 
 
+def _undocumented(path: Path) -> list:
+    """The public definitions of one file without a docstring, as ``file:line: name``: a def or class whose
+    name does not start with ``_``, at module level or inside a public class."""
+    found = []
+
+    def walk(node, cls=None):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if not child.name.startswith("_") and not (cls and cls.startswith("_")) \
+                        and not ast.get_docstring(child):
+                    name = f"{cls}.{child.name}" if cls else child.name
+                    found.append(f"{path.relative_to(ROOT)}:{child.lineno}: {name}")
+                if isinstance(child, ast.ClassDef):
+                    walk(child, child.name)
+
+    walk(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_every_public_definition_has_a_docstring():
+    missing = [m for package in LAYERS for path in sorted((ROOT / package).rglob("*.py")) for m in _undocumented(path)]
+    assert not missing, "give these a docstring:\n" + "\n".join(missing)
+
+
 def test_the_drivers_and_bringup_import_own_modules_inside_a_function_only_with_a_reason():
     """delta_hardware and delta_bringup may defer an import of their own modules (rclpy, rosbags,
     an optional package behind it, or nothing heavy before a CLI's signal handlers), each marked
