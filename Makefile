@@ -34,8 +34,8 @@ $(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-
 	touch $@
 
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 -m "not fuzz and not demo_plants and not serial" test; a=$$?; \
-	$(PY) -m pytest -q -m serial test; b=$$?; test $$a -eq 0 -a $$b -eq 0
+	$(PY) -m pytest -q -rfExX -n 2 -m "not fuzz and not demo_plants and not serial" test; a=$$?; \
+	$(PY) -m pytest -q -rfExX -m serial test; b=$$?; test $$a -eq 0 -a $$b -eq 0
 
 # Randomised bad input for every class (robot files, CSV, bags, CLI options), with the
 # "cases / crash / unsafe / unclear" table; a few minutes. Not part of `make test`.
