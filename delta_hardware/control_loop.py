@@ -281,9 +281,14 @@ class ControlLoop:
 
     def submit_plan(self, plan: JointPlan, requested_ns: int | None = None) -> None:
         """Follow ``plan`` from now on; DriveError if the robot is stopped or the plan was
-        received (``requested_ns``, ``time.time_ns()``) before the latest stop."""
+        received (``requested_ns``, ``time.time_ns()``) before the latest stop. A plan that
+        starts on receipt (``plan.on_receipt``) and comes after its start time (its sender was
+        slow; the loop's time went on) is shifted to start at the loop's last cycle: the
+        setpoint does not jump ahead along it."""
         with self._lock:
             self._require_running(requested_ns)
+            if plan.on_receipt and self._last_time is not None and self._last_time > plan.start_time:
+                plan.delay(self._last_time - plan.start_time)
             self._plan, self._stream, self._hold = plan, None, None
 
     def submit_command(self, now: float, q=None, tau=None, requested_ns: int | None = None) -> None:

@@ -37,6 +37,9 @@ class JointPlan:
         self.times = np.asarray(times, dtype=float)            # (K,) relative, times[0] = 0
         self.coeffs = np.asarray(coeffs, dtype=float)          # (K-1, 6, 3): c0..c5 per joint
         self.end_time = self.start_time + float(self.times[-1])
+        #: the plan starts when the loop takes it ("now": a trajectory without header.stamp); one
+        #: that reaches the loop after its start time is shifted to the loop's time then
+        self.on_receipt = False
 
     def sample(self, t: float) -> Setpoint:
         """The setpoint at absolute time ``t`` (s) from its quintic segment; before the start the first knot,

@@ -190,6 +190,9 @@ class LoopClient:
         if not slot[1]["ok"]:
             raise DriveError(slot[1]["message"])
         plan.first_tick = int(slot[1].get("tick", 0)) + 1      # the first cycle sure to follow it
+        start = slot[1].get("start")
+        if start is not None and start != plan.start_time:      # the loop shifted it (plan.on_receipt)
+            plan.delay(start - plan.start_time)
 
     def _send(self, sock, lock, msg, timeout) -> None:
         if self._lost:

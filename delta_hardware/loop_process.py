@@ -247,7 +247,7 @@ class LoopProcess:
                 msg = recv_message(self.bulk)
                 try:
                     self.loop.submit_plan(msg["plan"], requested_ns=msg.get("rx"))
-                    self.reply(msg.get("seq"), True, now=self.now(), tick=self.tick)
+                    self.reply(msg.get("seq"), True, now=self.now(), tick=self.tick, start=msg["plan"].start_time)
                 except (DriveError, ValueError) as e:
                     self.reply(msg.get("seq"), False, str(e))
         except (EOFError, OSError):

@@ -437,3 +437,27 @@ def test_simulated_time_advances_exactly_one_period_per_cycle_and_pauses_on_requ
     assert paused_at == [pytest.approx(0.5)]
     np.testing.assert_allclose(np.diff(stamps), 0.002, atol=1e-12)
     assert stamps[-1] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("on_receipt", [True, False])
+def test_a_plan_that_starts_on_receipt_and_comes_late_starts_when_taken(rig, on_receipt):
+    """A plan built at t (no header.stamp: "now") that reaches the loop 0.1 s later (a slow
+    sender; the loop's time went on) starts where the loop is then: the setpoint does not jump
+    ahead along it. A plan with an explicit start time keeps it (its past part is skipped)."""
+    model, drives, loop = rig
+    t, _ = run(loop, 0.0, 0.1)
+    plan = build_plan(model, t, loop.current_setpoint(), t, [0.5], [[0.4, 0.2, 0.1]])
+    plan.on_receipt = on_receipt
+    q0 = loop.current_setpoint().q.copy()
+    t, _ = run(loop, t, 0.1)                                 # the loop goes on while the plan is in transit
+    start = plan.start_time
+    loop.submit_plan(plan)
+    t, outs = run(loop, t, 0.002)
+    jump = np.abs(outs[0].setpoint.q - q0).max()
+    if on_receipt:
+        assert plan.start_time == pytest.approx(t - 2 * DT, abs=1e-9)      # the loop's last cycle before it
+        assert plan.start_time > start + 0.09
+        assert jump < 1e-4, jump                             # one cycle into the plan from rest
+    else:
+        assert plan.start_time == start
+        assert jump > 1e-2, jump                             # 0.1 s into the plan at once

@@ -92,6 +92,7 @@ class Requests:
         try:
             plan = build_plan(node.model, now, node.loop.current_setpoint(), start or now, times, q, qd, qdd,
                               limits=node.loop.limits(), abort=lambda: node.loop.void(rx) if rx else "")
+            plan.on_receipt = not start                  # no header.stamp: it starts when the loop takes it
             node.loop.submit_plan(plan, rx=rx)
         except DriveError as e:
             raise TrajectoryRejected(str(e)) from None
