@@ -176,18 +176,32 @@ class Stack:
         """The hardware node's full name, e.g. ``r1/delta_hardware`` (for messages)."""
         return f"{self.args.namespace}/{self.args.node}" if self.args.namespace else f"/{self.args.node}"
 
-    def call(self, srv_type, name, request):
+    #: Seconds between the copies of a request that is safe to repeat (see :meth:`call`).
+    RESEND_PERIOD = 1.0
+
+    def call(self, srv_type, name, request, resend: bool = False):
         """Call the hardware node's service ``name`` with ``request``; its response, or Failed if the
-        service is not there or does not answer within ``--timeout``."""
+        service is not there or does not answer within ``--timeout``.
+
+        ``resend``: the request is safe to repeat (a query, a stop, a pause) and is sent again every
+        :attr:`RESEND_PERIOD` s while unanswered. On a busy host Fast DDS drops an answer to a
+        client it has not matched yet (it waits 100 ms for the match), although the service is
+        ready. A reset is never repeated: a copy arriving after a new stop would clear that stop."""
         client = self.node.create_client(srv_type, self.base + name)
         try:
             if not self.spin(self.args.timeout, client.service_is_ready):
                 raise Failed(f"no {self.where()}/{name} service within {self.args.timeout:g} s: is the stack "
                              f"running, with the same ROS_DOMAIN_ID and namespace?")
-            future = client.call_async(request)
-            if not self.spin(self.args.timeout, future.done):
-                raise Failed(f"{self.where()}/{name} did not answer within {self.args.timeout:g} s")
-            return future.result()
+            futures = [client.call_async(request)]
+            deadline = time.monotonic() + self.args.timeout
+            while not any(f.done() for f in futures):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Failed(f"{self.where()}/{name} did not answer within {self.args.timeout:g} s")
+                if not self.spin(min(left, self.RESEND_PERIOD) if resend else left,
+                                 lambda: any(f.done() for f in futures)) and resend:
+                    futures.append(client.call_async(request))
+            return next(f for f in futures if f.done()).result()
         finally:
             self.node.destroy_client(client)
 
@@ -195,14 +209,14 @@ class Stack:
         """Call the Trigger service ``name`` (``emergency_stop``, ``reset``) and print its message; 0 on success,
         else 1."""
         from std_srvs.srv import Trigger
-        res = self.call(Trigger, name, Trigger.Request())
+        res = self.call(Trigger, name, Trigger.Request(), resend=name == "emergency_stop")
         print(res.message)
         return 0 if res.success else 1
 
     def status(self) -> int:
         """``status``: print the hardware node's status (JSON, indented); 0 if it is active and not stopped, else 1."""
         from std_srvs.srv import Trigger
-        res = self.call(Trigger, "status", Trigger.Request())
+        res = self.call(Trigger, "status", Trigger.Request(), resend=True)
         try:
             print(json.dumps(json.loads(res.message), indent=2))
         except ValueError:
@@ -212,7 +226,7 @@ class Stack:
     def platform(self) -> int:
         """``where``: the platform position and the joints (position, setpoint, error) from the status."""
         from std_srvs.srv import Trigger
-        res = self.call(Trigger, "status", Trigger.Request())
+        res = self.call(Trigger, "status", Trigger.Request(), resend=True)
         try:
             st = json.loads(res.message)
         except ValueError:
@@ -223,7 +237,7 @@ class Stack:
     def pause(self, paused: bool) -> int:
         """``pause`` / ``resume``: pause (True) or resume simulated time and print the answer; 0 on success, else 1."""
         from std_srvs.srv import SetBool
-        res = self.call(SetBool, "pause", SetBool.Request(data=paused))
+        res = self.call(SetBool, "pause", SetBool.Request(data=paused), resend=True)
         print(res.message)
         return 0 if res.success else 1
 
@@ -280,7 +294,7 @@ class Stack:
     def _arm_names(self):
         """The arm joint names from the stack's status (the robot file's, without prefix)."""
         from std_srvs.srv import Trigger
-        res = self.call(Trigger, "status", Trigger.Request())
+        res = self.call(Trigger, "status", Trigger.Request(), resend=True)
         try:
             names = json.loads(res.message).get("joint_names")
         except ValueError:

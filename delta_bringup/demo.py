@@ -209,13 +209,29 @@ class Demo:
             time.sleep(0.01)
         return future.result()
 
+    def _ask(self, client, request, timeout=60.0):
+        """The answer of ``client``'s service to ``request``, which is safe to repeat (a query, a
+        parameter, a pause): sent again every second while unanswered, since a busy host's Fast DDS
+        drops an answer to a client it has not matched yet. RuntimeError after ``timeout`` s."""
+        futures, deadline = [client.call_async(request)], time.monotonic() + timeout
+        while True:
+            resend = time.monotonic() + 1.0
+            while time.monotonic() < min(resend, deadline):
+                done = next((f for f in futures if f.done()), None)
+                if done is not None:
+                    return done.result()
+                time.sleep(0.01)
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"no answer from {client.srv_name} in time")
+            futures.append(client.call_async(request))
+
     def set_feedforward(self, mode):
         """Set the hardware node's ``feedforward`` parameter (``none``, ``model`` or ``topic``)."""
         self.set_param(self.set_params, "feedforward", mode)
 
     def hardware_status(self) -> dict:
         """The hardware node's ``~/status`` (the JSON of its message, as a dict)."""
-        return json.loads(self._wait(self.status.call_async(Trigger.Request())).message)
+        return json.loads(self._ask(self.status, Trigger.Request()).message)
 
     #: s of simulated time from the end of one motion to the start of the next (the robot holds)
     GAP = 1.0
@@ -231,13 +247,13 @@ class Demo:
     def set_param(self, client, name, value):
         """Set the parameter ``name`` to ``value`` through the SetParameters ``client``; RuntimeError if refused."""
         req = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
-        res = self._wait(client.call_async(req)).results[0]
+        res = self._ask(client, req).results[0]
         if not res.successful:
             raise RuntimeError(f"{client.srv_name} refused {name}={value!r}: {res.reason}")
 
     def pause(self, paused: bool):
         """Pause (True) or resume simulated time through the hardware node's ``~/pause``; RuntimeError if refused."""
-        res = self._wait(self.pause_client.call_async(SetBool.Request(data=paused)))
+        res = self._ask(self.pause_client, SetBool.Request(data=paused))
         if not res.success:
             raise RuntimeError(f"cannot {'pause' if paused else 'resume'} the simulation: {res.message}")
 

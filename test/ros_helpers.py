@@ -161,11 +161,22 @@ class RosClient:
         while time.monotonic() < deadline:
             self.executor.spin_once(timeout_sec=0.02)
 
-    def call(self, client, request, timeout: float = 10.0):
+    def call(self, client, request, timeout: float = 10.0, resend: bool = False):
+        """The answer of ``client``'s service to ``request`` within ``timeout``.
+
+        ``resend``: a query (GetState, status, GetParameters) is sent again every 2 s (patient)
+        while unanswered. On a busy host Fast DDS drops an answer whose client it has not matched
+        yet (rmw_fastrtps waits 100 ms for it, then warns "failed to send response (timeout)"),
+        although ``wait_for_service`` has returned; a query is safe to repeat, a command is not."""
         assert client.wait_for_service(timeout_sec=patient(timeout)), f"service {client.srv_name} not available"
-        future = client.call_async(request)
-        assert self.spin_until(future.done, timeout), f"no answer from {client.srv_name}"
-        return future.result()
+        futures = [client.call_async(request)]
+        answered = lambda: any(f.done() for f in futures)            # noqa: E731
+        deadline = time.monotonic() + patient(timeout)
+        while not self.spin_until(answered, 2.0 if resend else timeout):
+            if not resend or time.monotonic() > deadline:
+                raise AssertionError(f"no answer from {client.srv_name} ({len(futures)} requests)")
+            futures.append(client.call_async(request))
+        return next(f for f in futures if f.done()).result()
 
     def set_parameter(self, node_name: str, name: str, value):
         """SetParameters on another node; the rcl_interfaces SetParametersResult."""
@@ -241,7 +252,8 @@ class HardwareProbe:
         assert ok, "hardware node did not come up"
         label = ""
         while time.monotonic() - t0 < timeout:
-            label = self.c.call(self.get_state, GetState.Request(), timeout=max(1.0, timeout - (time.monotonic() - t0)))
+            label = self.c.call(self.get_state, GetState.Request(),
+                                timeout=max(1.0, timeout - (time.monotonic() - t0)), resend=True)
             label = label.current_state.label
             if label == "active":
                 return

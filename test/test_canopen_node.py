@@ -70,7 +70,7 @@ def test_node_runs_a_trajectory_on_simulated_drives_over_can(tmp_path):
         hw.event_after(n0, "trajectory finished")
         client.spin_for(0.3)
         np.testing.assert_allclose(hw.q, [0.3, 0.2, 0.1], atol=2e-3)
-        assert client.call(hw.get_state, GetState.Request()).current_state.label == "active"
+        assert client.call(hw.get_state, GetState.Request(), resend=True).current_state.label == "active"
     finally:
         _close(client, node)
 
@@ -82,7 +82,7 @@ def test_no_drive_on_the_bus_leaves_the_node_unconfigured():
     try:
         get = client.node.create_client(GetState, "/delta_hw_nocan/get_state")
         assert node.wait_for_output("configure failed, staying unconfigured", timeout=60)
-        assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
+        assert client.call(get, GetState.Request(), resend=True).current_state.label == "unconfigured"
         out = node.output()
         assert "no drive answered on virtual" in out and "node IDs 1, 2, 3" in out and "the bus is silent" in out
     finally:
@@ -210,7 +210,7 @@ def test_every_exit_disables_every_drive_that_answers(tmp_path, exit_by):
             since = time.monotonic()
             assert client.set_parameter(name, "feedforward_robot", str(short)).successful
             hw.event_after(n0, "control loop error")
-            assert client.spin_until(lambda: client.call(hw.get_state, GetState.Request())
+            assert client.spin_until(lambda: client.call(hw.get_state, GetState.Request(), resend=True)
                                      .current_state.label == "unconfigured", 30)
         assert client.spin_until(lambda: emu.states() == [sm.SWITCH_ON_DISABLED] * 3, 10), \
             (emu.states(), node.output()[-3000:])

@@ -130,7 +130,7 @@ def test_the_companion_node_has_a_name_of_its_own_and_parameters_answer(stack):
     assert names.count(f"{NS}/delta_hardware") == 1 and names.count(f"{NS}/delta_hardware_actions") == 1, names
     client = robot.c.node.create_client(GetParameters, f"{NS}/delta_hardware/get_parameters")
     for _ in range(4):                        # one node answers, every time
-        res = robot.c.call(client, GetParameters.Request(names=["kp", "prefix"]))
+        res = robot.c.call(client, GetParameters.Request(names=["kp", "prefix"]), resend=True)
         assert list(res.values[0].double_array_value) == [600.0, 600.0, 600.0]
     servers = robot.c.node.get_action_names_and_types() if hasattr(robot.c.node, "get_action_names_and_types") else None
     from rclpy.action import get_action_server_names_and_types_by_node

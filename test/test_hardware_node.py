@@ -151,7 +151,7 @@ def test_lifecycle_transitions_without_autostart():
         change = client.node.create_client(ChangeState, "/delta_hw_lc/change_state")
         get = client.node.create_client(GetState, "/delta_hw_lc/get_state")
         assert get.wait_for_service(timeout_sec=60), node.output()[-2000:]         # a loaded host starts slowly
-        assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
+        assert client.call(get, GetState.Request(), resend=True).current_state.label == "unconfigured"
         client.spin_for(0.5)
         assert robot.js is None                                  # nothing until active
 
@@ -159,7 +159,7 @@ def test_lifecycle_transitions_without_autostart():
             return client.call(change, ChangeState.Request(transition=Transition(id=tid)), timeout=60).success
 
         assert transition(Transition.TRANSITION_CONFIGURE)
-        assert client.call(get, GetState.Request()).current_state.label == "inactive"
+        assert client.call(get, GetState.Request(), resend=True).current_state.label == "inactive"
         assert transition(Transition.TRANSITION_ACTIVATE)
         assert client.spin_until(lambda: robot.js is not None, 5.0)
         assert transition(Transition.TRANSITION_DEACTIVATE)
@@ -168,7 +168,7 @@ def test_lifecycle_transitions_without_autostart():
         client.spin_for(0.3)
         assert robot.js.header.stamp == stamp                    # the loop stopped
         assert transition(Transition.TRANSITION_CLEANUP)
-        assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
+        assert client.call(get, GetState.Request(), resend=True).current_state.label == "unconfigured"
     finally:
         client.close()
         assert node.stop() == 0
@@ -184,7 +184,7 @@ def test_a_bad_robot_file_leaves_the_node_unconfigured(tmp_path):
     try:
         get = client.node.create_client(GetState, "/delta_hw_bad/get_state")
         assert get.wait_for_service(timeout_sec=60), node.output()[-2000:]         # a loaded host starts slowly
-        assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
+        assert client.call(get, GetState.Request(), resend=True).current_state.label == "unconfigured"
         assert node.wait_for_output("configure failed, staying unconfigured")
         assert "bad.yaml: joint_names is missing" in node.output()
     finally:
@@ -196,7 +196,7 @@ def test_a_bad_robot_file_leaves_the_node_unconfigured(tmp_path):
 def test_status_says_active_and_simulated_time(stack):
     import json
     _, robot = stack
-    st = json.loads(robot.c.call(robot.status, Trigger.Request()).message)
+    st = json.loads(robot.c.call(robot.status, Trigger.Request(), resend=True).message)
     assert st["lifecycle"] == "active" and st["active"] and st["clock"] == "sim" and not st["stopped"]
     assert st["period"] == pytest.approx(0.002)
 
@@ -209,7 +209,7 @@ def test_a_transition_not_allowed_from_active_is_refused_and_the_node_keeps_cont
     res = robot.c.call(change, ChangeState.Request(transition=Transition(id=Transition.TRANSITION_CONFIGURE)))
     assert not res.success
     assert "not allowed from active" in robot.event_after(n0, "lifecycle transition")
-    assert robot.c.call(robot.get_state, GetState.Request()).current_state.label == "active"
+    assert robot.c.call(robot.get_state, GetState.Request(), resend=True).current_state.label == "active"
     n0 = robot.send(ARMS, [(0.5, (robot.q + 0.02).tolist())])
     robot.event_after(n0, "trajectory finished")
 
@@ -359,7 +359,7 @@ def test_an_exception_in_the_loop_stops_the_robot_and_ends_in_error_processing(t
         res = client.set_parameter("delta_hw_err", "feedforward_robot", str(short))
         assert res.successful
         assert "control loop error" in robot.event_after(n0, "control loop error")
-        assert client.spin_until(lambda: client.call(robot.get_state, GetState.Request())
+        assert client.spin_until(lambda: client.call(robot.get_state, GetState.Request(), resend=True)
                                  .current_state.label == "unconfigured", 30)
         assert client.spin_until(lambda: any(d.level in (2, b"\x02") and "control loop error" in d.message for d in robot.diag), 30)
     finally:
