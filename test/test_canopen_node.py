@@ -45,6 +45,15 @@ def _close(client, node):
     assert code == 0, f"hardware node exited with {code}:\n{out[-3000:]}"
 
 
+#: The control (SYNC) rate of the tests whose drives run in the test process on ``udp_multicast``.
+#: At 500 Hz their Python receive thread, beside rclpy, falls behind on a busy 2-core host: the
+#: frames waiting in its socket grew to 2.2 s old within 12 s (two busy processes beside a test run),
+#: and an SDO request queued behind them went unanswered for the master's 5 s. At 250 Hz the
+#: backlog stays under 0.15 s at a load average of 10. Real drives answer in hardware; what these
+#: tests check (stops, faults, resets, exits) does not depend on the rate.
+EMULATED_RATE = ("-p", "control_rate:=250.0")
+
+
 def _config(tmp_path, base, timeout_ms, max_stall=0.25, sdo_timeout=0.5, state_timeout=0.5):
     """``base`` with a heartbeat consumer time, SDO and state change timeouts and max_stall
     (TPDO silence) that a loaded test machine does not miss (drives in the test process share
@@ -89,14 +98,13 @@ def test_no_drive_on_the_bus_leaves_the_node_unconfigured():
         _close(client, node)
 
 
-@pytest.mark.xfail(strict=False, reason="open (issue 18): on a loaded host the reset after a fault sometimes finds "
-                   "no SDO answer from the drives emulated in this process within 5 s; under investigation")
 def test_faults_on_the_bus_stop_the_node_until_reset(tmp_path):
     pytest.importorskip("msgpack", reason="python-can's udp_multicast needs msgpack (python-can[multicast])")
     channel = f"239.74.163.2:{43300 + os.getpid() % 1000}"
     sim = SimulatedCia402Drives("nt_robot", "udp_multicast", channel, "generic_cia402")
     node = _node("delta_hw_udp", "-p", "can_interface:=udp_multicast", "-p", f"can_channel:={channel}",
-                 "-p", f"drives_config:={_config(tmp_path, 'generic_cia402', 3000, max_stall=1.0, sdo_timeout=5.0, state_timeout=5.0)}")
+                 "-p", f"drives_config:={_config(tmp_path, 'generic_cia402', 3000, max_stall=1.0, sdo_timeout=5.0, state_timeout=5.0)}",
+                 *EMULATED_RATE)
     client = RosClient("udp_test")
     try:
         hw = HardwareProbe(client, node="delta_hw_udp", joint_states="/delta_hw_udp/joint_states")
@@ -158,8 +166,6 @@ def _disabled_by_the_master(drive, since: float) -> bool:
                                 for t, kind, i, sub in drive.sdo_log)
 
 
-@pytest.mark.xfail(strict=False, reason="open (issue 18): on a loaded host the reset after a fault sometimes finds "
-                   "no SDO answer from the drives emulated in this process within 5 s; under investigation")
 @pytest.mark.parametrize("exit_by", ["SIGINT", "SIGTERM", "loop exception"])
 def test_every_exit_disables_every_drive_that_answers(tmp_path, exit_by):
     """Issue 18 E against emulated drives: SIGINT after a recovered fault with one drive marked
@@ -172,7 +178,7 @@ def test_every_exit_disables_every_drive_that_answers(tmp_path, exit_by):
     name = "delta_hw_exit_" + exit_by.replace(" ", "_").lower()
     node = _node(name, "-p", "can_interface:=udp_multicast", "-p", f"can_channel:={channel}",
                  "-p", f"drives_config:={_config(tmp_path, 'generic_cia402', 3000, max_stall=1.0, sdo_timeout=5.0, state_timeout=3.0)}",
-                 "-p", "max_stall:=5.0")                        # a loaded host: no stall stop meanwhile
+                 "-p", "max_stall:=5.0", *EMULATED_RATE)       # a loaded host: no stall stop meanwhile
     client = RosClient(f"exit_{name}")
     code = None
     try:
@@ -223,5 +229,7 @@ def test_every_exit_disables_every_drive_that_answers(tmp_path, exit_by):
         out = node.output()
         node.close()
         emu.close()
+        print(f"emulated drives: frames handled at most {emu.max_lag * 1e3:.1f} ms after their arrival "
+              f"(SDO requests {emu.max_sdo_lag * 1e3:.1f} ms)")         # shown if the test fails
     assert code == 0, out[-3000:]
     assert "Transfer aborted" not in out, out[-3000:]

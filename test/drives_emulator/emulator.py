@@ -604,6 +604,9 @@ class EmulatedDrives:
                        for i, nid in enumerate(node_ids)]
         self.by_node = {d.node_id: d for d in self.drives}
         self.frames_received = 0
+        #: s from a frame's arrival at the socket (its kernel time stamp) to its handling here:
+        #: the largest, and the largest of an SDO request (the drives' backlog on a busy host)
+        self.max_lag = self.max_sdo_lag = 0.0
         self.errors: list = []                    # what the receive thread could not handle
         self._stop = threading.Event()
         self._rx = threading.Thread(target=self._receive, name="cia402_emulator_rx", daemon=True)
@@ -629,6 +632,11 @@ class EmulatedDrives:
             with self.lock:
                 self.frames_received += 1
                 cob, data = msg.arbitration_id, bytes(msg.data)
+                if msg.timestamp > 1e9:                  # a kernel time stamp (udp_multicast)
+                    lag = time.time() - msg.timestamp
+                    self.max_lag = max(self.max_lag, lag)
+                    if 0x601 <= cob <= 0x67F:
+                        self.max_sdo_lag = max(self.max_sdo_lag, lag)
                 if cob == 0x000:
                     for d in self.drives:
                         d.on_nmt(data)
