@@ -89,8 +89,6 @@ def test_recording_nothing_says_why(tmp_path):
     assert not (tmp_path / "bag").exists()
 
 
-@pytest.mark.xfail(strict=False, reason="open (issue 23): one run in the full suite quick-stopped the excitation "
-                   "(arm_1_joint at 10.1 rad/s) in simulated time; passes alone; under investigation")
 def test_the_identification_loop_from_a_recorded_bag(tmp_path):
     """README, Identification: excite -> delta-ctl run -> delta-ctl record -> delta-identify
     -> a robot file for delta-bringup --robot."""
