@@ -10,14 +10,19 @@ name a node publishes and must be on every joint name it receives.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
+import os
 import signal
 import sys
+import threading
 import time
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy._rclpy_pybind11 import RCLError
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from delta_core.ros.names import (add_prefix, check_namespace, check_prefix, clock_remap,  # noqa: F401
@@ -130,10 +135,6 @@ def stop_with_parent() -> None:
     a node whose supervisor is gone (``ros2 launch`` ended by SIGTERM, which it documents as
     leaving its processes orphaned; a killed ``delta-bringup``) then stops cleanly instead of
     running on unsupervised. A no-op where prctl is not available."""
-    # ctypes: this ROS-process path only
-    import ctypes
-    import ctypes.util
-    import os
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         parent = os.getppid()
@@ -173,7 +174,6 @@ def _settle(executor, timeout: float) -> None:
     just set) and destroys the guard condition each of them triggers when it ends: rclpy then
     prints "The following exception was never retrieved" at exit. A no-op for an executor without
     a thread pool."""
-    import threading
     pool = getattr(executor, "_executor", None)
     if pool is None:
         return
@@ -211,7 +211,6 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
         handler.release()
         # an executor of our own (not rclpy's global one, which would keep the node alive
         # until the interpreter's teardown)
-        from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
         executor = (executor_factory() if executor_factory is not None else MultiThreadedExecutor()
                     if multithreaded else SingleThreadedExecutor())
         executor.add_node(node)
@@ -238,7 +237,6 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
         # a node may have frozen its start-up objects out of the collector (gc.freeze): give
         # them back and collect the cycles now, while every module is intact, rather than
         # leaving them to the interpreter's teardown (finalizers on half-destroyed objects)
-        import gc
         node = None
         gc.unfreeze()
         gc.collect()
