@@ -186,14 +186,22 @@ def check_joint_limits(data: JointData, robot, tolerance: float = LIMIT_TOLERANC
     out = (q < lo) | (q > hi)
     if out.any():
         k, j = (int(v) for v in np.argwhere(out)[0])
-        lim = robot.limits.position[j]
-        u = joint_units(robot)
-        unit, what = u["position"], ("radians" if u["position"] == "rad" else "metres")
-        raise IdentificationError(
-            f"{data.source}: {data.where(k)}: q{j + 1} = {q[k, j]:.6g} {unit} is outside {u['joint']} {j + 1}'s "
-            f"limits [{lim[0]:g}, {lim[1]:g}] {unit} of robot {robot.name} ({int(out.any(axis=1).sum())} of "
-            f"{len(q)} samples outside, tolerance {tolerance:g} {unit}): is this the right robot file, "
-            f"and are the positions in {what}?")
+        raise outside_limits(robot, data.source, data.where(k), j, q[k, j], int(out.any(axis=1).sum()), len(q),
+                             tolerance)
+
+
+def outside_limits(robot, source: str, where: str, j: int, value: float, outside: int, n: int,
+                   tolerance: float = LIMIT_TOLERANCE) -> IdentificationError:
+    """The error of :func:`check_joint_limits` (and of the streamed path's check): the first sample
+    outside the limits is at ``where`` with q_(j+1) = ``value``; ``outside`` of ``n`` samples are."""
+    lim = robot.limits.position[j]
+    u = joint_units(robot)
+    unit, what = u["position"], ("radians" if u["position"] == "rad" else "metres")
+    return IdentificationError(
+        f"{source}: {where}: q{j + 1} = {value:.6g} {unit} is outside {u['joint']} {j + 1}'s "
+        f"limits [{lim[0]:g}, {lim[1]:g}] {unit} of robot {robot.name} ({outside} of "
+        f"{n} samples outside, tolerance {tolerance:g} {unit}): is this the right robot file, "
+        f"and are the positions in {what}?")
 
 
 def _second_difference(x, h):

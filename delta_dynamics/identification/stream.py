@@ -58,7 +58,7 @@ from delta_dynamics.limits import MAX_SAMPLES
 from . import IdentificationError
 from . import estimators as est_mod
 from ._linalg import qr_r, single_threaded_blas
-from .preprocess import LIMIT_TOLERANCE, Preprocessing, TimePlan, plan_time, segment_samples
+from .preprocess import LIMIT_TOLERANCE, Preprocessing, TimePlan, outside_limits, plan_time, segment_samples
 from .metrics import relative_std
 from .pipeline import MAX_CONDITION, Options, Problem, Result, default_box  # noqa: F401 (MAX_CONDITION: docs)
 from .pso import pso as run_pso
@@ -192,15 +192,7 @@ class _Checks:
         """Raise what the in-memory path would raise first (limits, NaN, too few, constant effort)."""
         if self.first_out is not None:
             k, j, v = self.first_out
-            robot = self.robot
-            lim = robot.limits.position[j]
-            u = joint_units(robot)
-            unit, what = u["position"], ("radians" if u["position"] == "rad" else "metres")
-            raise IdentificationError(
-                f"{self.source}: {where(k)}: q{j + 1} = {v:.6g} {unit} is outside {u['joint']} {j + 1}'s "
-                f"limits [{lim[0]:g}, {lim[1]:g}] {unit} of robot {robot.name} ({self.outside} of "
-                f"{self.n} samples outside, tolerance {LIMIT_TOLERANCE:g} {unit}): is this the right robot file, "
-                f"and are the positions in {what}?")
+            raise outside_limits(self.robot, self.source, where(k), j, v, self.outside, self.n, LIMIT_TOLERANCE)
         if self.first_bad is not None:
             k, name, row = self.first_bad
             raise IdentificationError(f"{self.source}: {where(k)}: {name} is {row} "
