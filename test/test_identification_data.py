@@ -66,6 +66,8 @@ def test_csv_round_trip_and_free_column_order(tmp_path, short):
     d = J.read_joint_csv(tmp_path / "b.csv")
     assert np.allclose(d.q, short.q[:300]) and np.allclose(d.tau, short.tau[:300])
     assert d.where(0) == "line 3" and d.where(101) == "line 106"   # line numbers survive comments
+    (tmp_path / "c.csv").write_text("\n".join([lines[0], lines[1].upper()] + lines[2:]) + "\n")
+    assert np.array_equal(J.read_joint_csv(tmp_path / "c.csv").q, d.q)     # column names in any case
 
 
 def test_csv_velocities_are_used(tmp_path, model, truth):

@@ -2,7 +2,7 @@
 
 Columns ``t,q1,q2,q3,qd1,qd2,qd3,qdd1,qdd2,qdd3,tau1,tau2,tau3`` -- time (s), joint angles
 (rad), velocities (rad/s), accelerations (rad/s^2) and torques at the arm (N m), joints in the
-robot file's order; read and written by :mod:`.csv_io` (any column order, extra columns
+robot file's order; read and written by :mod:`.csv_io` (any column order and case, extra columns
 ignored, every problem a :class:`~.csv_io.CsvError` naming file, line and column). For a
 linear Delta the positions are carriage heights (m, m/s, m/s^2) and the efforts carriage
 forces, written as ``f1,f2,f3`` (N) (``docs/conventions.md``).
@@ -98,7 +98,9 @@ class JointCsvReader(CsvReader):
         self.effort, self.velocities = effort, velocities
 
     def set_header(self, lineno, s):
-        """The header: pick the effort columns, then check it as :class:`~.csv_io.CsvReader` does."""
+        """The header: pick the effort columns, then check it as :class:`~.csv_io.CsvReader` does.
+        Column names are matched in lower case (``T,Q1,...`` is read as ``t,q1,...``)."""
+        s = s.lower()
         cols = {c.strip() for c in s.split(",")}
         have = "f" if set(EFFORT_COLUMNS["f"]) <= cols and "tau1" not in cols else "tau"
         eff = self.effort or have
