@@ -36,7 +36,8 @@ import numpy as np  # noqa: E402
 
 from delta_dynamics.reference.kim import kim_parameters  # noqa: E402
 from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
-from delta_dynamics.identification import data as D  # noqa: E402
+from delta_dynamics.data_files import joint_data as J  # noqa: E402
+from delta_dynamics.identification import preprocess as D  # noqa: E402
 from delta_dynamics.identification import pipeline as P  # noqa: E402
 from delta_dynamics.identification import synthetic  # noqa: E402
 from delta_dynamics.identification.estimators import LS_METHODS, RecursiveLeastSquares  # noqa: E402
@@ -88,7 +89,7 @@ def main(argv=None) -> int:
     model = RotaryModel.from_robot("nt_robot")
     truth = synthetic.perturbed_model(model, spread=0.2, seed=1)
     fit, _ = synthetic.open_loop_data(truth, fourier(EXCITE), duration=args.seconds, noise=0.01, seed=1)
-    fit = D.JointData(fit.t[:-1], fit.q[:-1], fit.tau[:-1], source="synthetic")       # exactly N samples
+    fit = J.JointData(fit.t[:-1], fit.q[:-1], fit.tau[:-1], source="synthetic")       # exactly N samples
     val, _ = synthetic.open_loop_data(truth, fourier(VALIDATE), duration=10.0, noise=0.01, seed=2)
     pset = parameter_set("explicit")
     kset = parameter_set("kim")

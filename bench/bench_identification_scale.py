@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 from _machine import describe  # noqa: E402
 from delta_core.robot_file import load_robot  # noqa: E402
 from delta_dynamics.identification import synthetic  # noqa: E402
-from delta_dynamics.identification.bag import joint_state_cdr  # noqa: E402
+from delta_dynamics.data_files.bag import joint_state_cdr  # noqa: E402
 from delta_dynamics.identification.excitation import FourierTrajectory  # noqa: E402
 from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 
@@ -67,7 +67,7 @@ def motion(minutes: float, rate: float = 1000.0):
 def write_bag(path, minutes, storage):
     from rosbags.rosbag2 import StoragePlugin, Writer
 
-    from delta_dynamics.identification.bag import typestore
+    from delta_dynamics.data_files.bag import typestore
     names = list(load_robot("nt_robot").joint_names)
     plugin = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}[storage]
     with Writer(path, version=9, storage_plugin=plugin) as w:

@@ -26,7 +26,8 @@ import numpy as np  # noqa: E402
 
 from delta_core.robot_file import load_robot  # noqa: E402
 from delta_dynamics.rotary.dynamics import joint_state  # noqa: E402
-from delta_dynamics.identification.data import JointData, Preprocessing  # noqa: E402
+from delta_dynamics.data_files.joint_data import JointData  # noqa: E402
+from delta_dynamics.identification.preprocess import Preprocessing  # noqa: E402
 from delta_dynamics.identification.excitation import load_excitation, preset_excitation  # noqa: E402
 from delta_dynamics.identification.pipeline import Options, identify_data  # noqa: E402
 from delta_dynamics.rotary.kinematics import forward_kinematics, inverse_kinematics  # noqa: E402

@@ -20,7 +20,7 @@ The stack is found on the ROS network of ``ROS_DOMAIN_ID`` (and
 ``move`` and ``run`` publish on ``<node>/joint_trajectory`` and wait for the node's verdict
 (accepted / rejected with the reason); ``--wait`` also waits for the end of the motion. A
 trajectory file is a ``delta-dynamics`` platform trajectory CSV (``t,x,y,z[,xd,...,zdd]``,
-``delta_dynamics/trajectory_io.py``); it starts ``--approach`` s from now (the robot moves to
+``delta_dynamics/data_files/trajectory.py``); it starts ``--approach`` s from now (the robot moves to
 its first point meanwhile) when its first time is 0.
 
 Exit status: 0 done; 1 the stack refused or is not running (the reason on stderr); 2 bad
@@ -128,7 +128,7 @@ def trajectory_points(args):
         if args.joints is not None:
             return None, [(args.duration, list(args.joints), [0.0] * 3, [0.0] * 3)]
         return list(PLATFORM), [(args.duration, list(args.point), [0.0] * 3, [0.0] * 3)]
-    from delta_dynamics.trajectory_io import read_trajectory   # in-function: numpy/scipy, for --file only
+    from delta_dynamics.data_files.trajectory import read_trajectory   # in-function: numpy/scipy, for --file only
     tr = read_trajectory(args.file).trajectory
     t = tr.t - tr.t[0] + (args.approach if tr.t[0] == 0 else 0.0)
     return list(PLATFORM), [(float(t[k]), tr.X[k].tolist(), tr.Xd[k].tolist(), tr.Xdd[k].tolist())

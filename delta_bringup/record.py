@@ -142,7 +142,7 @@ class Recorder:
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
         from rosbags.rosbag2 import StoragePlugin, Writer
 
-        from delta_dynamics.identification.bag import typestore    # in-function: rosbags, with the writer
+        from delta_dynamics.data_files.bag import typestore    # in-function: rosbags, with the writer
         if self.out.exists():
             raise RecordError(f"{self.out}: exists already (rosbag2 writes a new directory): choose another --out")
         if not self.out.parent.is_dir():

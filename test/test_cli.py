@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from delta_dynamics.cli import main
-from delta_dynamics.trajectory_io import read_joint_data, read_trajectory
+from delta_dynamics.data_files.joint_data import read_joint_csv
+from delta_dynamics.data_files.trajectory import read_trajectory
 
 ERROR = "delta-dynamics: error: "
 
@@ -106,7 +107,7 @@ def test_inverse_output_columns_and_values(tmp_path, capsys):
     assert tq.read_text().splitlines()[0] == "t,q1,q2,q3,qd1,qd2,qd3,qdd1,qdd2,qdd3,tau1,tau2,tau3"
     m = RotaryModel.from_robot("d3s800")
     tr = read_trajectory(traj).trajectory
-    jd = read_joint_data(tq)
+    jd = read_joint_csv(tq)
     q, qd, qdd = joint_state(m, tr.X, tr.Xd, tr.Xdd)
     assert np.array_equal(jd.q, q) and np.array_equal(jd.qd, qd) and np.array_equal(jd.qdd, qdd)
     assert np.array_equal(jd.tau, inverse_dynamics(m, tr.X, tr.Xd, tr.Xdd))
@@ -121,7 +122,7 @@ def test_inverse_from_positions_only(tmp_path, capsys):
     assert code == 0, err
     assert "smoothing spline" in err
     assert run(capsys, "inverse", "--trajectory", full, "--out", tmp_path / "b.csv")[0] == 0
-    a, b = read_joint_data(tmp_path / "a.csv"), read_joint_data(tmp_path / "b.csv")
+    a, b = read_joint_csv(tmp_path / "a.csv"), read_joint_csv(tmp_path / "b.csv")
     assert np.array_equal(a.q, b.q)
     assert np.abs(a.qd - b.qd).max() < 1e-6
     assert np.abs(a.tau - b.tau).max() < 1e-3                  # N m, of ~15 N m
@@ -262,4 +263,4 @@ def test_demo_writes_plots_and_a_summary(tmp_path, capsys):
     m = re.search(r"RMS / max = ([\d.]+) / ([\d.]+) mm \(PD\), ([\d.]+) / ([\d.]+) mm", out)
     pd_rms, _, ff_rms, _ = (float(v) for v in m.groups())
     assert ff_rms < 0.2 * pd_rms                               # feedforward pays off
-    assert read_joint_data(tmp_path / "out" / "circle_torques.csv").t[-1] == pytest.approx(2 * np.pi + 1, abs=1e-3)
+    assert read_joint_csv(tmp_path / "out" / "circle_torques.csv").t[-1] == pytest.approx(2 * np.pi + 1, abs=1e-3)

@@ -14,7 +14,8 @@ from delta_core.robot_file import load_robot
 from delta_dynamics.reference.kim import kim_parameters
 from delta_dynamics.rotary.model import PARAMETER_NAMES, RotaryModel, RotaryParameters
 from delta_dynamics.identification import IdentificationError
-from delta_dynamics.identification import data as D
+from delta_dynamics.data_files import joint_data as J
+from delta_dynamics.identification import preprocess as D
 from delta_dynamics.identification import estimators as E
 from delta_dynamics.identification import metrics
 from delta_dynamics.identification import pipeline as P
@@ -112,7 +113,7 @@ def test_base_parameters_of_the_excitation(problems):
     assert base.condition < 20
     assert sorted(base.combinations()) == sorted(PARAMETER_NAMES)
     # Kim et al.'s 11 parameters are all identifiable as well
-    kim = base_parameters(P.build_problem(prob.model, D.preprocess(D.JointData(
+    kim = base_parameters(P.build_problem(prob.model, D.preprocess(J.JointData(
         prob.t, prob.q, prob.tau)), parameter_set("kim")).A, parameter_set("kim").names)
     assert kim.full_rank
 

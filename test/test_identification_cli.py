@@ -10,7 +10,8 @@ from delta_core.robot_file import load_robot
 from delta_dynamics.rotary.dynamics import cartesian_state, inverse_dynamics
 from delta_dynamics.rotary.kinematics import forward_kinematics, inverse_kinematics
 from delta_dynamics.rotary.model import RotaryModel
-from delta_dynamics.identification import data as D
+from delta_dynamics.data_files import bag as B
+from delta_dynamics.data_files import joint_data as J
 from delta_dynamics.identification import synthetic
 from delta_dynamics.identification.cli import main
 from delta_dynamics.identification.robot_update import model_from_robot_file
@@ -29,24 +30,25 @@ def files(tmp_path_factory):
     fit, _ = synthetic.open_loop_data(truth, fourier(EXCITE), duration=10.0, seed=21)
     val, _ = synthetic.open_loop_data(truth, fourier(VALIDATE), duration=4.0, seed=22)
     out = {"truth": truth, "dir": d}
-    out["fit"] = D.write_csv(d / "fit.csv", fit.t, fit.q, fit.tau)
-    out["val"] = D.write_csv(d / "val.csv", val.t, val.q, val.tau)
-    out["bag"] = D.write_bag(d / "fit_bag", fit.t[:6000], fit.q[:6000], fit.tau[:6000], NAMES,
+    out["fit"] = J.write_joint_data(d / "fit.csv", fit.t, fit.q, fit.tau)
+    out["val"] = J.write_joint_data(d / "val.csv", val.t, val.q, val.tau)
+    out["bag"] = B.write_bag(d / "fit_bag", fit.t[:6000], fit.q[:6000], fit.tau[:6000], NAMES,
                              topic="/arm/joint_states", storage="mcap", extra_joints=1)
-    out["noeffort"] = D.write_bag(d / "noeffort", fit.t[:500], fit.q[:500], None, NAMES, storage="mcap")
-    out["othernames"] = D.write_bag(d / "othernames", fit.t[:500], fit.q[:500], fit.tau[:500],
+    out["noeffort"] = B.write_bag(d / "noeffort", fit.t[:500], fit.q[:500], None, NAMES, storage="mcap")
+    out["othernames"] = B.write_bag(d / "othernames", fit.t[:500], fit.q[:500], fit.tau[:500],
                                     ["j1", "j2", "arm_3_joint"], storage="mcap")
-    tau = fit.tau.copy()
-    tau[777, 0] = np.nan
-    out["nan"] = D.write_csv(d / "nan.csv", fit.t, fit.q, tau)
-    out["few"] = D.write_csv(d / "few.csv", fit.t[:60], fit.q[:60], fit.tau[:60])
+    text = J.write_joint_data(d / "nan.csv", fit.t, fit.q, fit.tau).read_text().split("\n")
+    text[778] = text[778].replace(repr(float(fit.tau[777, 0])), "nan")          # line 779
+    out["nan"] = d / "nan.csv"
+    out["nan"].write_text("\n".join(text))
+    out["few"] = J.write_joint_data(d / "few.csv", fit.t[:60], fit.q[:60], fit.tau[:60])
     # joint 2 never moves: its inertia and friction cannot be identified
     t = np.arange(5001) * 1e-3
     q, qd, qdd = fourier(EXCITE).evaluate(t)
     q[:, 1], qd[:, 1], qdd[:, 1] = 0.45, 0.0, 0.0
     tq = inverse_dynamics(truth, *cartesian_state(truth, q, qd, qdd))
     still = synthetic.measure(t, q, tq, seed=23)
-    out["still"] = D.write_csv(d / "still.csv", still.t, still.q, still.tau)
+    out["still"] = J.write_joint_data(d / "still.csv", still.t, still.q, still.tau)
     return out
 
 
@@ -113,7 +115,7 @@ def test_progress_bar_on_stderr(files, capsys):
     ("bag", ["--topic", "/nope"], "no topic /nope in the bag"),
     ("noeffort", [], "JointState without effort"),
     ("othernames", [], "no joint 'arm_1_joint', 'arm_2_joint'"),
-    ("nan", [], "line 779: column tau1 is nan"),
+    ("nan", [], "nan.csv:779: column 'tau1': not a finite number: 'nan'"),
     ("few", [], "too few samples: 60"),
     ("still", [], "not identifiable: arm_inertia_2"),
 ])

@@ -73,7 +73,7 @@ def test_trajectory_csv(tmp_path, model):
     assert arr.shape == (2501, 10)
     q, _, _ = tr.evaluate(arr[:, 0])
     assert np.allclose(forward_kinematics(model, q), arr[:, 1:4])
-    from delta_dynamics.trajectory_io import read_trajectory     # what delta-dynamics reads
+    from delta_dynamics.data_files.trajectory import read_trajectory     # what delta-dynamics reads
     back = read_trajectory(p)
     assert not back.derived and np.allclose(back.trajectory.X, arr[:, 1:4])
     assert np.allclose(back.trajectory.Xdd, arr[:, 7:10])

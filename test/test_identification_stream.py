@@ -9,7 +9,10 @@ import pytest
 
 from delta_core.robot_file import load_robot
 from delta_dynamics.identification import IdentificationError
-from delta_dynamics.identification import data as D
+from delta_dynamics.data_files import bag as B
+from delta_dynamics.data_files import joint_files as F
+from delta_dynamics.data_files import joint_data as J
+from delta_dynamics.identification import preprocess as D
 from delta_dynamics.identification import pipeline as P
 from delta_dynamics.identification import stream as S
 from delta_dynamics.identification import synthetic
@@ -41,18 +44,18 @@ def files(model, tmp_path_factory):
     t[9000:] += 0.5                                          # a gap: two segments
     t[1500:7000] += rng.uniform(-2e-4, 2e-4, 5500)            # jitter: the first is resampled
     t[12000] = t[11999]                                      # a duplicate stamp, dropped
-    D.write_csv(d / "fit.csv", t, fit.q, fit.tau)
-    D.write_csv(d / "val.csv", val.t, val.q, val.tau)
-    D.write_bag(d / "fit_bag", t, fit.q, fit.tau, ROBOT.joint_names, storage="mcap", extra_joints=1)
+    J.write_joint_data(d / "fit.csv", t, fit.q, fit.tau)
+    J.write_joint_data(d / "val.csv", val.t, val.q, val.tau)
+    B.write_bag(d / "fit_bag", t, fit.q, fit.tau, ROBOT.joint_names, storage="mcap", extra_joints=1)
     return d
 
 
 def in_memory(model, path, vpath, methods):
     pset = parameter_set("explicit")
-    data = D.read_joint_data(path, ROBOT)
+    data = F.read_joint_data(path, ROBOT)
     D.check_joint_limits(data, ROBOT)
     prob = P.build_problem(model, D.preprocess(data), pset)
-    vprob = P.build_problem(model, D.preprocess(D.read_joint_data(vpath, ROBOT)), pset, what="validation")
+    vprob = P.build_problem(model, D.preprocess(F.read_joint_data(vpath, ROBOT)), pset, what="validation")
     return prob, [P.identify(prob, m, OPTS, validation=vprob) for m in methods]
 
 
@@ -126,11 +129,11 @@ def test_held_parameters_stream_like_in_memory(model, tmp_path):
     tau = inverse_dynamics_joint(truth, q, zero, zero) + 0.0 * q
     tau[:, [0, 2]] = fit.tau[:, [0, 2]]
     tau[:, 1] += 0.01 * np.sin(fit.t)
-    D.write_csv(tmp_path / "fit.csv", fit.t, q, tau)
-    D.write_csv(tmp_path / "val.csv", fit.t, q, tau)
+    J.write_joint_data(tmp_path / "fit.csv", fit.t, q, tau)
+    J.write_joint_data(tmp_path / "val.csv", fit.t, q, tau)
     opts = P.Options(hold_unidentifiable=True, max_condition=1e12)
     pset = parameter_set("explicit")
-    data = D.read_joint_data(tmp_path / "fit.csv", ROBOT)
+    data = F.read_joint_data(tmp_path / "fit.csv", ROBOT)
     prob = P.build_problem(model, D.preprocess(data), pset)
     sd = S.read_stream(tmp_path / "fit.csv", ROBOT)
     try:

@@ -10,7 +10,8 @@ from delta_dynamics.cli import main
 from delta_dynamics.linear.dynamics import inverse_dynamics, joint_state
 from delta_dynamics.linear.model import LinearModel
 from delta_dynamics.motion.trajectories import lissajous
-from delta_dynamics.trajectory_io import read_csv, read_trajectory
+from delta_dynamics.data_files.csv_io import read_csv
+from delta_dynamics.data_files.trajectory import read_trajectory
 
 ERROR = "delta-dynamics: error: "
 

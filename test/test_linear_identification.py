@@ -11,14 +11,15 @@ import pytest
 from delta_core.robot_file import load_robot
 from delta_dynamics import algorithms as alg
 from delta_dynamics.identification import IdentificationError
-from delta_dynamics.identification import data as D
+from delta_dynamics.data_files import bag as B
+from delta_dynamics.data_files import joint_data as J
 from delta_dynamics.identification import synthetic
 from delta_dynamics.identification.cli import main
 from delta_dynamics.identification.excitation import check_trajectory, design_excitation
 from delta_dynamics.identification.pipeline import Options, identify_data
 from delta_dynamics.identification.robot_update import identified_robot, model_from_robot_file
 from delta_dynamics.kinds import model_for
-from delta_dynamics.trajectory_io import read_trajectory
+from delta_dynamics.data_files.trajectory import read_trajectory
 
 ROBOT = load_robot("colombo2020")
 NOMINAL = model_for(ROBOT)
@@ -43,12 +44,12 @@ def files(tmp_path_factory, excitation, truth):
     data, _ = synthetic.open_loop_data(truth, excitation.trajectory, duration=9.0, noise=0.005, seed=3,
                                        gear_ratio=GEAR)
     out = {"data": data}
-    out["csv"] = D.write_csv(d / "fit.csv", data.t, data.q, data.tau, effort_column="f")
-    out["tau_csv"] = D.write_csv(d / "tau.csv", data.t, data.q, data.tau)
-    out["bag"] = D.write_bag(d / "bag", data.t, data.q, data.tau, ROBOT.joint_names, storage="mcap",
+    out["csv"] = J.write_joint_data(d / "fit.csv", data.t, data.q, data.tau, effort="f")
+    out["tau_csv"] = J.write_joint_data(d / "tau.csv", data.t, data.q, data.tau)
+    out["bag"] = B.write_bag(d / "bag", data.t, data.q, data.tau, ROBOT.joint_names, storage="mcap",
                              extra_joints=1)
     amps = data.tau / (ROBOT.mass.motor.torque_constant * GEAR)            # the motor currents (A)
-    out["amps"] = D.write_bag(d / "amps", data.t, data.q, amps, ROBOT.joint_names, storage="sqlite3")
+    out["amps"] = B.write_bag(d / "amps", data.t, data.q, amps, ROBOT.joint_names, storage="sqlite3")
     return out
 
 
@@ -122,9 +123,9 @@ def test_delta_identify_from_a_rosbag2_bag_of_forces_or_motor_currents(files, tr
 def test_torque_columns_for_a_linear_robot_are_refused_with_the_reason(files, capsys):
     code, _, err = run(capsys, "--robot", "colombo2020", "--data", files["tau_csv"], "--no-progress")
     assert code == 2 and err.startswith("delta-identify: error: ")
-    assert "header lacks column(s) f1, f2, f3" in err and "the file has tau1..3" in err
+    assert "tau.csv:1: missing columns 'f1', 'f2', 'f3'" in err and "the file holds torques tau1..3" in err
     code, _, err = run(capsys, "--robot", "nt_robot", "--data", files["csv"], "--no-progress")
-    assert code == 2 and "header lacks column(s) tau1, tau2, tau3" in err and "the file has f1..3" in err
+    assert code == 2 and "fit.csv:1: missing columns 'tau1', 'tau2', 'tau3'" in err and "the file holds forces f1..3" in err
     code, _, err = run(capsys, "--robot", "colombo2020", "--data", files["csv"], "--params", "kim", "--no-progress")
     assert code == 2 and "kim parameter set" in err and "use --params explicit" in err
 

@@ -4,7 +4,8 @@ its robot file give back the true lumped parameters."""
 import numpy as np
 import pytest
 
-from delta_dynamics.identification.data import JointData, Preprocessing, preprocess
+from delta_dynamics.data_files.joint_data import JointData
+from delta_dynamics.identification.preprocess import Preprocessing, preprocess
 from delta_dynamics.identification.pipeline import build_problem, identify
 from delta_dynamics.linear.dynamics import inverse_dynamics_joint
 from delta_dynamics.linear.identification import parameter_set

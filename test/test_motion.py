@@ -27,7 +27,7 @@ from delta_dynamics.kinds import model_for
 from delta_dynamics.motion import (PathError, RetimeError, door_path, plan_pick, retime, retime_path, sample,
                                    spline_path)
 from delta_dynamics.motion.constraints import FrictionLaw, friction_bounds, path_coefficients
-from delta_dynamics.trajectory_io import read_csv
+from delta_dynamics.data_files.csv_io import read_csv
 
 ROTARY_PICK = ([-0.1525, 0.0, -0.78], [0.1525, 0.0, -0.78])
 

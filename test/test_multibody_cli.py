@@ -4,7 +4,8 @@ import numpy as np
 
 from delta_dynamics.cli import main
 from delta_dynamics.cli.simulate import REACTION_COLUMNS, SIM_COLUMNS
-from delta_dynamics.trajectory_io import read_csv, read_trajectory
+from delta_dynamics.data_files.csv_io import read_csv
+from delta_dynamics.data_files.trajectory import read_trajectory
 from test_cli import assert_fails, run
 
 

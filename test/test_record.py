@@ -22,7 +22,7 @@ import yaml
 from sensor_msgs.msg import JointState
 
 from delta_core.robot_file import load_robot
-from delta_dynamics.identification import data as D
+from delta_dynamics.data_files import bag as B
 from ros_helpers import SIM_TIME, TOLERATE_PAUSES, HardwareProbe, NodeProcess, RosClient
 
 # a stack, a recorder and identification on its data: run alone (after the parallel part)
@@ -74,7 +74,7 @@ def test_every_message_sent_before_the_stop_is_in_the_bag(tmp_path, storage, sig
     assert md["type"] == "sensor_msgs/msg/JointState" and md["serialization_format"] == "cdr"
     # the hash the publisher announced on the graph (the recorder warns when they differ)
     assert md["type_description_hash"].startswith("RIHS01_") and "note:" not in so
-    data = D.read_bag(out, NAMES, topic="/rec_test/joint_states")
+    data = B.read_bag(out, NAMES, topic="/rec_test/joint_states")
     assert len(data) == n
     np.testing.assert_array_equal(data.tau[:, 2], np.arange(n))         # every message, in order
     np.testing.assert_allclose(data.t, np.arange(n) * 1e-3, atol=1e-12)

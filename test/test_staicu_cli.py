@@ -9,7 +9,9 @@ from delta_dynamics.rotary.dynamics import friction_torque
 from delta_dynamics.rotary.model import RotaryModel
 from delta_dynamics.reference.staicu import StaicuModel, inverse_dynamics
 from delta_dynamics.motion.trajectories import STAICU_ELLIPSE, ellipse
-from delta_dynamics.trajectory_io import read_csv, read_joint_data, read_trajectory
+from delta_dynamics.data_files.csv_io import read_csv
+from delta_dynamics.data_files.joint_data import read_joint_csv
+from delta_dynamics.data_files.trajectory import read_trajectory
 
 from test_cli import assert_fails, cli, run
 from test_trajectories import check_derivatives
@@ -71,7 +73,7 @@ def test_trajectory_ellipse_inverse_staicu_with_powers(tmp_path, capsys):
     sm = StaicuModel.from_robot("staicu2003")
     np.testing.assert_allclose(tau, inverse_dynamics(sm, tr.X, tr.Xd, tr.Xdd), rtol=1e-14, atol=1e-12)
     np.testing.assert_allclose(p, tau * qd, rtol=1e-14, atol=1e-12)
-    jd = read_joint_data(tq)                    # still a joint-data file for `forward`
+    jd = read_joint_csv(tq)                    # still a joint-data file for `forward`
     assert jd.tau.shape == (601, 3)
     # the default stays the explicit model; without --powers no p columns
     code, out, err = run(capsys, "inverse", "--robot", "staicu2003", "--trajectory", traj, "--out", tq_e)
@@ -86,7 +88,7 @@ def test_inverse_staicu_adds_the_robot_files_friction(tmp_path, capsys):
     assert run(capsys, "inverse", "--robot", "d3s800", "--model", "staicu", "--trajectory", traj, "--out", a)[0] == 0
     assert run(capsys, "inverse", "--robot", "d3s800", "--model", "staicu", "--no-friction",
                "--trajectory", traj, "--out", b)[0] == 0
-    ja, jb = read_joint_data(a), read_joint_data(b)
+    ja, jb = read_joint_csv(a), read_joint_csv(b)
     m = RotaryModel.from_robot("d3s800")
     np.testing.assert_allclose(ja.tau - jb.tau, friction_torque(m, ja.qd), atol=1e-12)
     assert np.abs(ja.tau - jb.tau).max() > 1.0

@@ -194,7 +194,7 @@ def test_every_generator_default_lies_in_the_robots_workspace(tmp_path, capsys, 
     the rotary default z = -0.75 m)."""
     from delta_dynamics.cli import main
     from delta_dynamics.kinds import model_for
-    from delta_dynamics.trajectory_io import read_trajectory
+    from delta_dynamics.data_files.trajectory import read_trajectory
     out = tmp_path / "t.csv"
     extra = ["--speed", "0.5"] if kind == "lissajous" else []
     code = main(["trajectory", kind, "--robot", robot, "--out", str(out), "--dt", "0.01", *extra])
@@ -208,7 +208,7 @@ def test_every_generator_default_lies_in_the_robots_workspace(tmp_path, capsys, 
 def test_defaults_that_fit_stay_and_given_options_win(tmp_path, capsys):
     from delta_dynamics.cli import main
     from delta_dynamics.kinds import model_for
-    from delta_dynamics.trajectory_io import read_trajectory
+    from delta_dynamics.data_files.trajectory import read_trajectory
     # nt_robot: the documented defaults (Asadi & Heydari's circle at -0.75 m), as before
     assert workspace_defaults(model_for("nt_robot"), "circle") == (DEFAULTS["circle"], False)
     out = tmp_path / "c.csv"

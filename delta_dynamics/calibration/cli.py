@@ -33,8 +33,8 @@ from delta_dynamics.calibration.klipper import (MAX_CONFIG_BYTES, KlipperError, 
                                                 klipper_from_robot, parse_klipper, robot_from_klipper,
                                                 robot_from_klipper_rotary)
 from delta_dynamics.calibration.poses import choose_poses
+from delta_dynamics.data_files.csv_io import CsvError, write_csv
 from delta_dynamics.kinds import model_for
-from delta_dynamics.trajectory_io import CsvError, write_csv
 
 PROG = "delta-calibrate"
 #: The robot of each kind whose masses, friction and limits ``from-klipper`` takes by default.

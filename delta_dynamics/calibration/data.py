@@ -11,9 +11,9 @@ ignored; blank lines and ``#`` comments skipped; SI units):
   height of the touched surface in ``base_link`` (m; 0 on a linear Delta's bed), as
   Klipper's probe data.
 
-Reading goes through :func:`delta_dynamics.trajectory_io.read_csv` (blocks of lines, lines of
+Reading goes through :func:`delta_dynamics.data_files.csv_io.read_csv` (blocks of lines, lines of
 at most 64 kB, UTF-8), refuses anything but a regular file before opening it, and allows at
-most :data:`MAX_POSES` rows. Every problem is a :class:`~delta_dynamics.trajectory_io.CsvError`
+most :data:`MAX_POSES` rows. Every problem is a :class:`~delta_dynamics.data_files.csv_io.CsvError`
 of one line naming the file and line, e.g. ``m.csv:7: column 'x': not a number: 'abc'``.
 
 >>> import os, tempfile
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from delta_core.paths import PathError, check_output_file, check_readable_file
-from delta_dynamics.trajectory_io import CsvError, read_csv, write_csv
+from delta_dynamics.data_files.csv_io import CsvError, read_csv, write_csv
 
 #: The measurement kinds and their columns.
 KINDS = {"positions": ("q1", "q2", "q3", "x", "y", "z"), "heights": ("q1", "q2", "q3", "z")}

@@ -15,7 +15,7 @@
 Either kind of Delta (rotary, or linear with carriage positions in m and forces ``f1..f3``
 in N) through :mod:`delta_dynamics.algorithms`; ``simulate --model multibody``, ``reactions``
 and ``compare`` model rotary robots only and refuse a linear one by name.
-CSV formats: :mod:`delta_dynamics.trajectory_io`. ``--robot`` takes a preset name
+CSV formats: :mod:`delta_dynamics.data_files` (``trajectory``, ``joint_data``). ``--robot`` takes a preset name
 (``config/robots/<name>.yaml``) or a robot file path. Bad input (an unreadable or malformed
 file, an unreachable point, a bad option) prints ``delta-dynamics: error: <message>`` to
 stderr and exits with status 2; outputs are written atomically, so a failed run leaves any

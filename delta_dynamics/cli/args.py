@@ -25,10 +25,10 @@ import re
 import sys
 
 from delta_core.robot_file import load_robot
+from delta_dynamics.data_files.trajectory import read_trajectory
 from delta_dynamics.kinds import KINDS
 from delta_dynamics.kinds import model_for as kinds_model_for
 from delta_dynamics.limits import MAX_SAMPLES
-from delta_dynamics.trajectory_io import read_trajectory
 
 PROG = "delta-dynamics"
 DEFAULT_ROBOT = "nt_robot"

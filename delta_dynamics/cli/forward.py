@@ -9,7 +9,8 @@ from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_
                                        simulate_fixed)
 from delta_dynamics.cli.args import SAMPLE, CliError, command, float_in, info, int_in, model_for
 from delta_dynamics.common.trajectory import Trajectory
-from delta_dynamics.trajectory_io import read_joint_data, write_trajectory
+from delta_dynamics.data_files.joint_data import read_joint_csv
+from delta_dynamics.data_files.trajectory import write_trajectory
 
 #: Most fixed integration steps (rows times --substeps) of one run: a few minutes.
 MAX_STEPS = 10_000_000
@@ -34,7 +35,8 @@ def cmd_forward(args) -> int:
     from scipy.interpolate import CubicSpline   # heavy (seconds on a loaded machine): this command only
 
     m = model_for(args.robot, friction=not args.no_friction)
-    jd = read_joint_data(args.torques, effort=joint_units(m)["effort_column"])
+    jd = read_joint_csv(args.torques, effort=joint_units(m)["effort_column"], velocities=True, min_rows=2,
+                        increasing="t")
     steps = (len(jd.t) - 1) * args.substeps
     if args.method != "adaptive" and steps > MAX_STEPS:
         raise CliError(f"{args.torques}: {len(jd.t)} rows times --substeps {args.substeps} is {steps} "

@@ -9,7 +9,8 @@ from delta_dynamics.algorithms import (UnreachableError, friction_torque, invers
 from delta_dynamics.cli.args import (CliError, command, fmt, info, model_for, read_trajectory_input, row_error,
                                      trajectory_input)
 from delta_dynamics.compare import ModelUnavailable, model_function
-from delta_dynamics.trajectory_io import joint_columns, write_csv
+from delta_dynamics.data_files.csv_io import write_csv
+from delta_dynamics.data_files.joint_data import joint_columns
 
 
 def cmd_inverse(args) -> int:

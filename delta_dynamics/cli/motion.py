@@ -17,7 +17,7 @@ import numpy as np
 from delta_dynamics import motion as planning
 from delta_dynamics.cli.args import (MAX_LENGTH, CliError, coordinate, duration0, float_in, fmt, int_in,
                                      model_for, robot_option, sample_time)
-from delta_dynamics.trajectory_io import read_csv, write_csv
+from delta_dynamics.data_files.csv_io import read_csv, write_csv
 
 #: The share of the effort limits a timing may use.
 torque_scale = float_in(0.0, 1.0, lo_open=True, why="a share of the robot file's limit")

@@ -15,9 +15,11 @@ from delta_core.robot_file import load_robot
 from delta_dynamics.algorithms import UnreachableError, inverse_kinematics, joint_state
 from delta_dynamics.cli.args import CliError, command, info, require_kind, row_error, trajectory_input
 from delta_dynamics.cli.simulate import REACTION_COLUMNS, reaction_table
+from delta_dynamics.data_files.csv_io import write_csv
+from delta_dynamics.data_files.joint_data import write_joint_data
+from delta_dynamics.data_files.trajectory import read_trajectory
 from delta_dynamics.reference.multibody.reactions import inverse_dynamics
 from delta_dynamics.reference.multibody.system import MultibodySystem
-from delta_dynamics.trajectory_io import read_trajectory, write_csv, write_joint_data
 
 
 def cmd_reactions(args) -> int:
@@ -36,7 +38,7 @@ def cmd_reactions(args) -> int:
     write_csv(args.out, REACTION_COLUMNS, reaction_table(traj.t, out.reactions))
     if args.torques:
         _, _, qdd = joint_state(s.kinematics, traj.X, traj.Xd, traj.Xdd)
-        write_joint_data(args.torques, traj.t, out.q, out.qd, qdd, out.tau)
+        write_joint_data(args.torques, traj.t, out.q, out.tau, qd=out.qd, qdd=qdd)
     if out.residual > 1e-6:
         raise CliError(f"{args.trajectory}: the equations of motion were solved only to {out.residual:.3g} "
                        f"(the mechanism is near a singular configuration)")

@@ -22,10 +22,11 @@ from delta_core.robot_file import load_robot
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, check_joint_limits, joint_state,
                                        joint_units, simulate_fixed)
 from delta_dynamics.cli.args import SAMPLE, CliError, command, count, require_kind
+from delta_dynamics.data_files.csv_io import write_csv
+from delta_dynamics.data_files.joint_data import read_joint_csv
 from delta_dynamics.kinds import model_for
 from delta_dynamics.reference.multibody.simulation import simulate
 from delta_dynamics.reference.multibody.system import MultibodySystem
-from delta_dynamics.trajectory_io import read_joint_data, write_csv
 
 MODELS = ("multibody", "explicit")
 SIM_COLUMNS = ("t", "x", "y", "z", "xd", "yd", "zd", "q1", "q2", "q3", "qd1", "qd2", "qd3", "violation")
@@ -45,7 +46,8 @@ def cmd_simulate(args) -> int:
     if args.model == "multibody":
         require_kind(robot, args.robot)            # the multibody model is of a rotary Delta
     m = model_for(robot)
-    jd = read_joint_data(args.torques, effort=joint_units(m)["effort_column"])
+    jd = read_joint_csv(args.torques, effort=joint_units(m)["effort_column"], velocities=True, min_rows=2,
+                        increasing="t")
     if args.reactions and args.model != "multibody":
         raise CliError(f"--reactions needs --model multibody (the {args.model} model has no joint reactions)")
     try:

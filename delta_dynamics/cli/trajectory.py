@@ -10,8 +10,8 @@ from delta_dynamics.algorithms import UnreachableError, inverse_kinematics
 from delta_dynamics.cli.args import (SAMPLE, CliError, check_samples, coordinate, duration,
                                      duration0, float_in, info, int_in, length, model_for,
                                      robot_option, sample_time)
+from delta_dynamics.data_files.trajectory import write_trajectory
 from delta_dynamics.motion import trajectories as tr
-from delta_dynamics.trajectory_io import write_trajectory
 
 #: Most pick-and-place cycles (each is two legs of three profiles).
 MAX_CYCLES = 100_000

@@ -7,8 +7,9 @@ so identification is a regression on the stacked system A pi = b, A = [Y(k)]_k, 
 The parameter set, the regressor and the robot file update are the model's kind's
 (:func:`delta_dynamics.algorithms.parameter_set`); everything else is shared:
 
-* :mod:`.data`: joint positions and efforts from CSV files and rosbag2 bags (sqlite3, mcap),
-  time-base checks, resampling, segmentation, differentiation and zero-phase filtering;
+* :mod:`.preprocess`: time-base checks, resampling, segmentation, differentiation and
+  zero-phase filtering of joint data (read from CSV files and rosbag2 bags by
+  :mod:`delta_dynamics.data_files`);
 * :mod:`.regressors`: the two parameter sets (the explicit model's 14 lumped parameters and
   Kim et al.'s 11-parameter vector, eq. 30) and the numerical base-parameter analysis;
 * :mod:`.estimators`: OLS, WLS, bounded LS, truncated SVD, damped LS, recursive LS;
@@ -19,7 +20,10 @@ The parameter set, the regressor and the robot file update are the model's kind'
 * :mod:`.report`: PNG plots and a markdown summary; :mod:`.cli`: ``delta-identify``.
 
 Every bad input raises :class:`IdentificationError` with a message that names the file,
-topic, joint or sample.
+topic, joint or sample; a data file that cannot be read raises
+:class:`~delta_dynamics.data_files.csv_io.DataFileError` (a ``CsvError`` naming the file, line
+and column, or a ``BagError`` naming the bag, topic and message), a ``ValueError`` too, which
+``delta-identify`` reports the same way (one line, exit status 2).
 """
 
 

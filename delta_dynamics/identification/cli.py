@@ -30,11 +30,12 @@ from delta_core.robot_file import RobotFileError, load_robot
 from delta_core.termination import run_terminable
 from delta_dynamics.algorithms import joint_units, parameter_set
 from delta_dynamics.cli.args import float_in, int_in, sample_time
+from delta_dynamics.data_files.bag import is_bag
 from delta_dynamics.kinds import model_for
 from delta_dynamics.limits import MAX_SAMPLES
 
 from . import IdentificationError
-from .data import MAX_DECIMATE, MAX_RESAMPLE_RATE, Preprocessing, is_bag, preprocess
+from .preprocess import MAX_DECIMATE, MAX_RESAMPLE_RATE, Preprocessing, preprocess
 from .estimators import METHODS
 from .excitation import design_excitation, load_excitation, save_excitation, write_trajectory_csv
 from .pipeline import MAX_CONDITION, Options, build_problem, identify, result_problems

@@ -57,7 +57,7 @@ from delta_dynamics.algorithms import (UnreachableError, cartesian_state, invers
                                        singularity_measure)
 
 from delta_dynamics.common.trajectory import Trajectory
-from delta_dynamics.trajectory_io import write_trajectory
+from delta_dynamics.data_files.trajectory import write_trajectory
 
 from . import IdentificationError
 
@@ -435,7 +435,7 @@ def preset_excitation(robot_name: str):
 
 def write_trajectory_csv(path, model, traj: FourierTrajectory, dt: float = 1e-3, cycles: int = 1):
     """The platform trajectory of ``cycles`` periods as ``t,x,y,z,xd,yd,zd,xdd,ydd,zdd`` (SI),
-    written atomically by :func:`delta_dynamics.trajectory_io.write_trajectory` (the format of
+    written atomically by :func:`delta_dynamics.data_files.trajectory.write_trajectory` (the format of
     ``delta-dynamics trajectory``)."""
     if cycles < 1:
         raise IdentificationError(f"cycles must be >= 1, got {cycles}")

@@ -1,7 +1,7 @@
 """From preprocessed samples to an identified parameter vector, with metrics.
 
 :func:`identify` runs one method (``ols``, ``wls``, ``bounded``, ``tsvd``, ``dls``, ``rls``,
-``pso``) on a :class:`~.data.Prepared` data set:
+``pso``) on a :class:`~.preprocess.Prepared` data set:
 
 1. Y = regressor of the chosen parameter set (:mod:`.regressors`), A pi = b stacked;
 2. the base parameters of A (QR with column pivoting). If A is rank deficient the call
@@ -26,7 +26,7 @@ from delta_dynamics.algorithms import parameter_set as kind_parameter_set
 from . import IdentificationError
 from . import estimators as est_mod
 from ._linalg import blas1
-from .data import Prepared, check_joint_limits, preprocess
+from .preprocess import Prepared, check_joint_limits, preprocess
 from .metrics import condition_number, relative_std, torque_metrics
 from .pso import pso as run_pso
 from .regressors import BaseParameters, ParameterSet, base_parameters, stack
@@ -286,8 +286,8 @@ def identify_data(model, data, method: str = "bounded", options: Options | None 
                   preprocessing=None, validation=None, progress=None) -> Result:
     """One call from raw samples to a result (for scripts and the identification node).
 
-    ``data`` / ``validation``: :class:`~.data.JointData` (e.g. ``JointData(t, q, tau)`` from a
-    buffer, or :func:`~.data.read_joint_data`); ``preprocessing``: :class:`~.data.Preprocessing`.
+    ``data`` / ``validation``: :class:`~delta_dynamics.data_files.joint_data.JointData` (e.g. ``JointData(t, q, tau)`` from a
+    buffer, or :func:`~delta_dynamics.data_files.joint_files.read_joint_data`); ``preprocessing``: :class:`~.preprocess.Preprocessing`.
     """
     opts = options or Options()
     pset = kind_parameter_set(model, opts.params, stribeck=opts.stribeck)

@@ -8,7 +8,7 @@ their time order) and a few fixed-size blocks:
    velocities, accelerations, CSV line numbers) go to a temporary file, the times stay in
    memory. The checks of the in-memory path run on the way (finite numbers, joint limits,
    constant efforts) and name the same sample.
-2. **Plan** (:func:`.data.plan_time`): the same function as the in-memory path decides, from the
+2. **Plan** (:func:`.preprocess.plan_time`): the same function as the in-memory path decides, from the
    times alone, the samples kept, the segments, which are resampled, the filter and the trim.
 3. **Blocks** (:func:`iter_blocks`): each segment in blocks of ``block`` grid points, each
    computed on a window reaching ``margin`` points beyond it on both sides. The zero-phase
@@ -48,15 +48,17 @@ import numpy as np
 from delta_core.paths import why_missing
 from delta_core.text_input import TextInputError, iter_line_blocks
 from delta_dynamics.algorithms import UnreachableError, parameter_set
+from delta_dynamics.data_files.bag import bag_note, bag_times, check_bag_options, is_bag, open_joint_states
+from delta_dynamics.data_files.csv_io import CsvError
+from delta_dynamics.data_files.joint_data import (ACCELERATION_COLUMNS, EFFORT_COLUMNS, POSITION_COLUMNS,
+                                                  VELOCITY_COLUMNS, JointCsvReader, JointData)
 from delta_dynamics.kinds import joint_units
+from delta_dynamics.limits import MAX_SAMPLES
 
 from . import IdentificationError
 from . import estimators as est_mod
 from ._linalg import qr_r, single_threaded_blas
-from .bag import open_joint_states
-from .data import (ACCELERATION_COLUMNS, EFFORT_COLUMNS, LIMIT_TOLERANCE, MAX_SAMPLES, REQUIRED_COLUMNS,
-                   VELOCITY_COLUMNS, CsvReader, JointData, Preprocessing, TimePlan, bag_note, bag_times,
-                   check_bag_options, is_bag, plan_time, segment_samples)
+from .preprocess import LIMIT_TOLERANCE, Preprocessing, TimePlan, outside_limits, plan_time, segment_samples
 from .metrics import relative_std
 from .pipeline import MAX_CONDITION, Options, Problem, Result, default_box  # noqa: F401 (MAX_CONDITION: docs)
 from .pso import pso as run_pso
@@ -190,15 +192,7 @@ class _Checks:
         """Raise what the in-memory path would raise first (limits, NaN, too few, constant effort)."""
         if self.first_out is not None:
             k, j, v = self.first_out
-            robot = self.robot
-            lim = robot.limits.position[j]
-            u = joint_units(robot)
-            unit, what = u["position"], ("radians" if u["position"] == "rad" else "metres")
-            raise IdentificationError(
-                f"{self.source}: {where(k)}: q{j + 1} = {v:.6g} {unit} is outside {u['joint']} {j + 1}'s "
-                f"limits [{lim[0]:g}, {lim[1]:g}] {unit} of robot {robot.name} ({self.outside} of "
-                f"{self.n} samples outside, tolerance {LIMIT_TOLERANCE:g} {unit}): is this the right robot file, "
-                f"and are the positions in {what}?")
+            raise outside_limits(self.robot, self.source, where(k), j, v, self.outside, self.n, LIMIT_TOLERANCE)
         if self.first_bad is not None:
             k, name, row = self.first_bad
             raise IdentificationError(f"{self.source}: {where(k)}: {name} is {row} "
@@ -291,8 +285,7 @@ def _read_csv_stream(path, robot, opts, progress, max_samples, limit):
     col = None
     if robot is not None:
         col = joint_units(robot)["effort_column"]
-    reader = CsvReader(path, max_samples, col)
-    reader.limit_name = limit
+    reader = JointCsvReader(path, col, max_rows=max_samples, limit_name=limit)
     size = max(path.stat().st_size, 1) if path.is_file() else 0
     spill = None
     times, layout = [], None
@@ -306,21 +299,20 @@ def _read_csv_stream(path, robot, opts, progress, max_samples, limit):
                 if not reader.blocks:
                     continue
                 if layout is None:
-                    c = {h: j for j, h in enumerate(reader.used)}
-                    names = {"q": ("q1", "q2", "q3"), "tau": EFFORT_COLUMNS[reader.effort]}
-                    if all(x in c for x in VELOCITY_COLUMNS):
+                    c = {h: j for j, h in enumerate(reader.wanted)}
+                    names = {"q": POSITION_COLUMNS, "tau": EFFORT_COLUMNS[reader.effort]}
+                    if reader.has(VELOCITY_COLUMNS):
                         names["qd"] = VELOCITY_COLUMNS
-                        if all(x in c for x in ACCELERATION_COLUMNS):
+                        if reader.has(ACCELERATION_COLUMNS):
                             names["qdd"] = ACCELERATION_COLUMNS
-                    elif all(x in c for x in ACCELERATION_COLUMNS):
-                        raise IdentificationError(f"{path}: accelerations qdd1..3 given without velocities qd1..3")
                     layout = {k: [c[x] for x in v] for k, v in names.items()}
                     width = 3 * len(layout) + 1
                     spill = Spill(width)
                     checks = _Checks(robot, str(path), reader.effort)
+                    it = c["t"]
                 for arr, lines in zip(reader.blocks, reader.lines):
                     cols = {k: arr[:, v] for k, v in layout.items()}
-                    cols["t"] = arr[:, reader.used.index("t")]
+                    cols["t"] = arr[:, it]
                     times.append(cols["t"].copy())
                     checks.block(cols)
                     spill.append(np.hstack([cols[k] for k in layout] + [np.asarray(lines, float)[:, None]]))
@@ -329,14 +321,8 @@ def _read_csv_stream(path, robot, opts, progress, max_samples, limit):
                 if progress is not None and size:
                     progress(min(done_bytes, size), size)
         except TextInputError as e:
-            raise IdentificationError(str(e)) from None
-        except OSError as e:
-            raise IdentificationError(f"{path}: cannot read: {e.strerror or e}") from None
-        if reader.header is None:
-            raise IdentificationError(f"{path}: empty file (expected a header line "
-                                      f"'{','.join(REQUIRED_COLUMNS)}' and samples)")
-        if not reader.rows:
-            raise IdentificationError(f"{path}: no samples after the header")
+            raise CsvError(str(e), str(path), e.line) from None
+        reader.check_read()
         t = np.concatenate(times)
         times.clear()
     except BaseException:
@@ -512,7 +498,7 @@ def _thin_problem(pset, model, parts, nominal, source, notes, total) -> Problem:
 
 
 def in_memory(data: StreamedData):
-    """The samples of ``data`` as a :class:`.data.JointData` (for the in-memory path)."""
+    """The samples of ``data`` as a :class:`~delta_dynamics.data_files.joint_data.JointData` (for the in-memory path)."""
     raw = data.spill.rows(0, data.spill.n)
     c = data.columns
     get = lambda k: np.ascontiguousarray(raw[:, c[k]]) if k in c else None  # noqa: E731

@@ -22,8 +22,7 @@ import numpy as np
 
 from delta_dynamics.algorithms import (cartesian_state, inverse_dynamics, joint_state, step,
                                        parameters_from_vector)
-
-from .data import JointData
+from delta_dynamics.data_files.joint_data import JointData
 
 
 def perturbed_model(model, spread: float = 0.2, seed: int = 1,

@@ -23,12 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from delta_dynamics.motion import trajectories as tr
+from delta_dynamics.data_files.joint_data import write_joint_data
+from delta_dynamics.data_files.trajectory import write_trajectory
 from delta_dynamics.figures import save_figure
 from delta_dynamics.linear.dynamics import energy, inverse_dynamics, joint_state
 from delta_dynamics.linear.kinematics import inverse_kinematics
 from delta_dynamics.linear.model import LinearModel
-from delta_dynamics.trajectory_io import write_joint_data, write_trajectory
+from delta_dynamics.motion import trajectories as tr
 
 #: Printing speeds of Fig. 4 (m/s) and the amplitudes used (m; the paper does not give them).
 SPEEDS = (0.01, 0.05, 0.2)
@@ -107,7 +108,7 @@ def run(robot: str = "colombo2020", out: str = "out") -> dict:
 
     q, qd, qdd = joint_state(m, traj.X, traj.Xd, traj.Xdd)
     written += [write_trajectory(outdir / "lissajous_200.csv", traj),
-                write_joint_data(outdir / "lissajous_200_forces.csv", traj.t, q, qd, qdd, Q, effort="f")]
+                write_joint_data(outdir / "lissajous_200_forces.csv", traj.t, q, Q, qd=qd, qdd=qdd, effort="f")]
 
     inner = slice(2, -2)                                  # np.gradient's ends are one-sided
     summary = {

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from delta_dynamics.algorithms import inverse_dynamics, joint_state, joint_units
+from delta_dynamics.data_files.joint_data import joint_columns
+from delta_dynamics.data_files.trajectory import TRAJECTORY_COLUMNS
 from delta_dynamics.limits import MAX_SAMPLES
 from delta_dynamics.motion.timing import Limits, Timing
-from delta_dynamics.trajectory_io import TRAJECTORY_COLUMNS, joint_columns
 
 #: A limit is active at a sample where its ratio to the limit is at least this.
 ACTIVE = 0.97

@@ -46,14 +46,15 @@ from delta_core.paths import PathError, check_output_file
 from delta_core.rates import CONTROL_RATE_MAX
 from delta_core.robot_file import RobotFileError
 from delta_core.ros.node_util import DEFAULT_ROBOT, DropLog, add_prefix, declare_prefix, run
-from delta_dynamics.ros.robot_param import load_model
+from delta_dynamics.algorithms import UnreachableError
 from delta_dynamics.algorithms import parameter_names, regressor_joint
+from delta_dynamics.data_files.joint_data import JointData
 from delta_dynamics.identification import IdentificationError
-from delta_dynamics.identification.data import JointData, Preprocessing
 from delta_dynamics.identification.estimators import RecursiveLeastSquares
 from delta_dynamics.identification.pipeline import Options, identify_data
+from delta_dynamics.identification.preprocess import Preprocessing
 from delta_dynamics.identification.robot_update import identified_robot, write_robot_file
-from delta_dynamics.algorithms import UnreachableError
+from delta_dynamics.ros.robot_param import load_model
 
 NODE_NAME = "delta_identification"
 #: s: the longest window (at the highest control rate, delta_core.rates.CONTROL_RATE_MAX = 2 kHz,

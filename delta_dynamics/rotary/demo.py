@@ -24,12 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from delta_core.robot_file import load_robot
-from delta_dynamics.motion import trajectories as tr
 from delta_dynamics.algorithms import inverse_dynamics, inverse_kinematics, joint_state, sample_workspace, step
+from delta_dynamics.data_files.joint_data import write_joint_data
+from delta_dynamics.data_files.trajectory import write_trajectory
 from delta_dynamics.figures import save_figure
 from delta_dynamics.kinds import model_for
+from delta_dynamics.motion import trajectories as tr
 from delta_dynamics.rotary.kinematics import passive_origins
-from delta_dynamics.trajectory_io import write_joint_data, write_trajectory
 
 #: Unknown payload (kg) on the simulated robot in the tracking demo.
 PAYLOAD = 0.3
@@ -106,7 +107,7 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     tau_c = inverse_dynamics(m, circle.X, circle.Xd, circle.Xdd)
     tau_c0 = inverse_dynamics(m.without_friction(), circle.X, circle.Xd, circle.Xdd)
     written += [write_trajectory(outdir / "circle.csv", circle),
-                write_joint_data(outdir / "circle_torques.csv", circle.t, q_c, qd_c, qdd_c, tau_c)]
+                write_joint_data(outdir / "circle_torques.csv", circle.t, q_c, tau_c, qd=qd_c, qdd=qdd_c)]
 
     colors = ("tab:blue", "tab:orange", "tab:green")
     fig, ax = plt.subplots(2, 1, figsize=(9.5, 6), sharex=True, height_ratios=(2, 1))
@@ -135,7 +136,7 @@ def run(robot: str = "nt_robot", out: str = "out") -> dict:
     q_p, qd_p, qdd_p = joint_state(m, pick.X, pick.Xd, pick.Xdd)
     tau_p = inverse_dynamics(m, pick.X, pick.Xd, pick.Xdd)
     written += [write_trajectory(outdir / "pick_place.csv", pick),
-                write_joint_data(outdir / "pick_place_torques.csv", pick.t, q_p, qd_p, qdd_p, tau_p)]
+                write_joint_data(outdir / "pick_place_torques.csv", pick.t, q_p, tau_p, qd=qd_p, qdd=qdd_p)]
     plant = model_for(params.replace(mass=dataclasses.replace(
         params.mass, payload_mass=params.mass.payload_mass + PAYLOAD)))
     runs = {}

@@ -239,9 +239,10 @@ BAD_CELLS = ["nan", "inf", "-inf", "", "abc", "1e400", "-1e999", "0x10", "1e", "
 
 
 def _csv_texts():
-    from delta_dynamics.identification import data as D
+    from delta_dynamics.data_files import joint_data as J
+    from delta_dynamics.data_files.csv_io import format_csv
+    from delta_dynamics.data_files.trajectory import TRAJECTORY_COLUMNS
     from delta_dynamics.motion.trajectories import circle
-    from delta_dynamics.trajectory_io import format_csv, TRAJECTORY_COLUMNS
     traj = circle(duration=0.2, radius=0.1, depth=-0.8)
     ttext = format_csv(TRAJECTORY_COLUMNS, np.column_stack((traj.t, traj.X, traj.Xd, traj.Xdd)))
     tmp = Path(tempfile.mkdtemp())
@@ -249,7 +250,7 @@ def _csv_texts():
     t = np.arange(2001) * 1e-3
     q = 0.4 + 0.3 * np.sin(np.outer(t, [3.0, 4.0, 5.0]))
     tau = 10 * np.cos(np.outer(t, [3.0, 4.0, 5.0]))
-    itext = D.write_csv(tmp / "i.csv", t, q, tau).read_text()
+    itext = J.write_joint_data(tmp / "i.csv", t, q, tau).read_text()
     shutil.rmtree(tmp)
     return ttext, itext
 
@@ -344,7 +345,7 @@ def _run(case, folder, prog, main, words, cls, tally, accept_ok=False):
 
 def run_bags(rng, tmp, n, tally):
     from delta_core.robot_file import load_robot
-    from delta_dynamics.identification import data as D
+    from delta_dynamics.data_files import bag as B
     from delta_dynamics.identification.cli import main as id_main
     names = load_robot("nt_robot").joint_names
     t = np.arange(2000) * 1e-3
@@ -352,7 +353,7 @@ def run_bags(rng, tmp, n, tally):
     tau = 10 * np.cos(np.outer(t, [3.0, 4.0, 5.0]))
     good = {}
     for st in ("mcap", "sqlite3"):
-        good[st] = D.write_bag(tmp / f"good_{st}", t, q, tau, names, storage=st)
+        good[st] = B.write_bag(tmp / f"good_{st}", t, q, tau, names, storage=st)
     for i in range(n):
         st = rng.choice(["mcap", "sqlite3"])
         kind = rng.choice(["flip", "flip", "truncate", "metadata", "garbage-tail"])

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from delta_core.robot_file import load_robot
-from delta_dynamics.identification import data as D
+from delta_dynamics.data_files import bag as B
+from delta_dynamics.data_files import joint_files as F
 from delta_dynamics.identification.cli import main
 from delta_dynamics.identification.stream import MAX_STREAM_SAMPLES
 
@@ -38,7 +39,7 @@ def motion():
 def good(storage="mcap", **kw):
     def make(path):
         t, q, tau = motion()
-        D.write_bag(path, t, q, tau, NAMES, storage=storage, **kw)
+        B.write_bag(path, t, q, tau, NAMES, storage=storage, **kw)
     return make
 
 
@@ -76,12 +77,12 @@ def metadata(storage, old, new):
     return make
 
 
-def raw(messages, topic="/joint_states", msgtype=D.JOINT_STATE, storage="mcap"):
+def raw(messages, topic="/joint_states", msgtype=B.JOINT_STATE, storage="mcap"):
     """A bag of ``messages``: a list of dicts (JointState fields) or, for another type, the
     message objects built by ``messages(store)``."""
     def make(path):
         from rosbags.rosbag2 import StoragePlugin, Writer
-        store = D._typestore()
+        store = B.typestore()
         plugin = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}[storage]
         with Writer(path, version=9, storage_plugin=plugin) as w:
             conn = w.add_connection(topic, msgtype, typestore=store)
@@ -94,7 +95,7 @@ def raw(messages, topic="/joint_states", msgtype=D.JOINT_STATE, storage="mcap"):
 def _joint_state(store, m):
     T = store.types
     ns = m.get("ns", 1_000_000_000)
-    return T[D.JOINT_STATE](
+    return T[B.JOINT_STATE](
         header=T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=ns // 10 ** 9,
                                                                               nanosec=ns % 10 ** 9),
                                         frame_id=""),
@@ -195,14 +196,14 @@ def test_a_bag_that_grows_past_its_metadata_count_stops_at_the_limit(tmp_path, m
     """metadata.yaml says 10 messages, the bag has 3000: the reader grows its arrays and
     stops at MAX_SAMPLES (here lowered to 1000) with an error, not a MemoryError."""
     metadata("mcap", f"message_count: {N}", "message_count: 10")(tmp_path / "bag")
-    monkeypatch.setattr(D, "MAX_SAMPLES", 1000)
-    with pytest.raises(D.IdentificationError, match="has more than 1000 messages"):
-        D.read_joint_data(tmp_path / "bag", ROBOT)
+    monkeypatch.setattr(B, "MAX_SAMPLES", 1000)
+    with pytest.raises(B.BagError, match="has more than 1000 messages"):
+        F.read_joint_data(tmp_path / "bag", ROBOT)
 
 
 def test_good_bags_still_read(tmp_path):
     for st in ("mcap", "sqlite3"):
         good(st)(tmp_path / st)
-        assert len(D.read_joint_data(tmp_path / st, ROBOT)) == N
+        assert len(F.read_joint_data(tmp_path / st, ROBOT)) == N
     metadata("sqlite3", f"message_count: {N}", "message_count: 10")(tmp_path / "lying")
-    assert len(D.read_joint_data(tmp_path / "lying", ROBOT)) == N
+    assert len(F.read_joint_data(tmp_path / "lying", ROBOT)) == N

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from delta_core.robot_file import load_robot
-from delta_dynamics.identification import data as D
+from delta_dynamics.data_files import joint_data as J
 from delta_dynamics.identification import synthetic
 from delta_dynamics.identification.cli import main
 from delta_dynamics.limits import MAX_SAMPLES
@@ -49,7 +49,7 @@ def csv(change=None, n=None):
             t, q, tau = t[:n], q[:n], tau[:n]
         if change is not None:
             t, q, tau = change(t, q, tau)
-        D.write_csv(p, t, q, tau)
+        J.write_joint_data(p, t, q, tau)
     return make
 
 
@@ -104,16 +104,16 @@ CASES = [
     Case("sparse-10GB", RUN, "d.csv:1: line longer than 64 kB", files={"d.csv": sparse(10 << 30)}, **OUT),
     Case("not-utf8", RUN, "d.csv: not UTF-8 text: byte 0xe9", files={"d.csv": HEAD.encode() + b"# caf\xe9\n"}, **OUT),
     Case("empty", RUN, "d.csv: empty file", files={"d.csv": ""}, **OUT),
-    Case("header-only", RUN, "d.csv: no samples after the header", files={"d.csv": HEAD}, **OUT),
-    Case("missing-column", RUN, "header lacks column(s) tau3", files={"d.csv": HEAD.replace(",tau3", "") + "0,0,0,0,0,0\n"},
+    Case("header-only", RUN, "d.csv: 0 data rows, need at least 1", files={"d.csv": HEAD}, **OUT),
+    Case("missing-column", RUN, "d.csv:1: missing column 'tau3'", files={"d.csv": HEAD.replace(",tau3", "") + "0,0,0,0,0,0\n"},
          **OUT),
-    Case("duplicate-column", RUN, "duplicate column names", files={"d.csv": HEAD.replace("\n", ",q1\n")}, **OUT),
-    Case("nan", RUN, "line 4: column tau2 is nan", files={"d.csv": HEAD + "0,0.4,0.4,0.4,1,2,3\n0.001,0.4,0.4,0.4,1,2,3\n0.002,0.4,0.4,0.4,1,nan,3\n"}, **OUT),
-    Case("inf", RUN, "column q3 is inf", files={"d.csv": HEAD + "0,0.4,0.4,inf,1,2,3\n" + ROWS}, **OUT),
-    Case("text", RUN, "line 2: column q2: not a number: 'abc'", files={"d.csv": HEAD + "0,0.4,abc,0.4,1,2,3\n"}, **OUT),
-    Case("short-row", RUN, "line 3: 6 values, the header has 7", files={"d.csv": HEAD + "0,0.4,0.4,0.4,1,2,3\n0,1,2,3,4,5\n"},
+    Case("duplicate-column", RUN, "d.csv:1: column 'q1' appears twice in the header", files={"d.csv": HEAD.replace("\n", ",q1\n")}, **OUT),
+    Case("nan", RUN, "d.csv:4: column 'tau2': not a finite number: 'nan'", files={"d.csv": HEAD + "0,0.4,0.4,0.4,1,2,3\n0.001,0.4,0.4,0.4,1,2,3\n0.002,0.4,0.4,0.4,1,nan,3\n"}, **OUT),
+    Case("inf", RUN, "d.csv:2: column 'q3': not a finite number: 'inf'", files={"d.csv": HEAD + "0,0.4,0.4,inf,1,2,3\n" + ROWS}, **OUT),
+    Case("text", RUN, "d.csv:2: column 'q2': not a number: 'abc'", files={"d.csv": HEAD + "0,0.4,abc,0.4,1,2,3\n"}, **OUT),
+    Case("short-row", RUN, "d.csv:3: column 'tau3' is missing: the row has 6 fields, the header 7", files={"d.csv": HEAD + "0,0.4,0.4,0.4,1,2,3\n0,1,2,3,4,5\n"},
          **OUT),
-    Case("too-many-rows", RUN + ["--stream", "never"], f"more than {MAX_SAMPLES} samples", files={"d.csv": too_many_rows},
+    Case("too-many-rows", RUN + ["--stream", "never"], f"more than {MAX_SAMPLES} data rows", files={"d.csv": too_many_rows},
          **OUT),
     Case("current-csv", RUN + ["--effort", "current"], "CSV files hold torques", files={"d.csv": csv(n=200)}, **OUT),
     Case("validate-bad", RUN + ["--validate", "{tmp}/v.csv"], "v.csv: not UTF-8", files={"d.csv": csv(), "v.csv": b"\xff"},

@@ -32,17 +32,17 @@ def _robot(p):
 
 
 def _trajectory_csv(p):
-    from delta_dynamics.trajectory_io import read_trajectory
+    from delta_dynamics.data_files.trajectory import read_trajectory
     read_trajectory(p)
 
 
 def _joint_csv(p):
-    from delta_dynamics.trajectory_io import read_joint_data
-    read_joint_data(p)
+    from delta_dynamics.data_files.joint_data import read_joint_csv
+    read_joint_csv(p, velocities=True)
 
 
 def _identification_csv(p):
-    from delta_dynamics.identification.data import read_joint_data
+    from delta_dynamics.data_files.joint_files import read_joint_data
     read_joint_data(p)
 
 
@@ -185,11 +185,11 @@ def _bag_with(tmp_path, kind, which):
 @pytest.mark.parametrize("kind", list(SPECIALS))
 def test_a_bag_with_a_special_file_is_refused(tmp_path, kind, which):
     from delta_core.robot_file import load_robot
-    from delta_dynamics.identification import IdentificationError
-    from delta_dynamics.identification.data import read_joint_data
+    from delta_dynamics.data_files.bag import BagError
+    from delta_dynamics.data_files.joint_files import read_joint_data
     bag = _bag_with(tmp_path, kind, which)
     name = "metadata.yaml" if which == "metadata" else "bag_0.db3"
-    with pytest.raises(IdentificationError) as e:
+    with pytest.raises(BagError) as e:
         read_joint_data(bag, robot=load_robot("nt_robot"))
     text = str(e.value)
     assert name in text and SPECIALS[kind][1] in text, text
@@ -211,7 +211,7 @@ def _save_robot(p):
 
 def _write_trajectory(p):
     from delta_dynamics.motion.trajectories import circle
-    from delta_dynamics.trajectory_io import write_trajectory
+    from delta_dynamics.data_files.trajectory import write_trajectory
     write_trajectory(p, circle(duration=0.01))
 
 

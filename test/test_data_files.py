@@ -1,4 +1,4 @@
-"""CSV reading and writing (delta_dynamics.trajectory_io): exact round trips, tolerant parsing
+"""CSV reading and writing (delta_dynamics.data_files: csv_io, trajectory, joint_data): exact round trips, tolerant parsing
 (column order, extra columns, comments), errors that name file, line and column, and the
 smoothing spline used when a trajectory has positions only."""
 import os
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from delta_dynamics.motion.trajectories import circle, pick_place
-from delta_dynamics.trajectory_io import (JOINT_COLUMNS, TRAJECTORY_COLUMNS, CsvError,
-                                          derivatives_from_positions, estimate_noise,
-                                          format_csv, read_csv, read_joint_data,
-                                          read_trajectory, write_joint_data, write_trajectory)
+from delta_dynamics.data_files.csv_io import CsvError, format_csv, read_csv
+from delta_dynamics.data_files.joint_data import JOINT_COLUMNS, read_joint_csv, write_joint_data
+from delta_dynamics.data_files.trajectory import (TRAJECTORY_COLUMNS, derivatives_from_positions, estimate_noise,
+                                                  read_trajectory, write_trajectory)
 
 
 def write(path, text):
@@ -37,14 +37,14 @@ def test_joint_data_round_trip(tmp_path):
     rng = np.random.default_rng(0)
     t = np.arange(5) * 0.01
     q, qd, qdd, tau = (rng.normal(size=(5, 3)) for _ in range(4))
-    p = write_joint_data(tmp_path / "j.csv", t, q, qd, qdd, tau)
+    p = write_joint_data(tmp_path / "j.csv", t, q, tau, qd=qd, qdd=qdd)
     assert p.read_text().splitlines()[0] == ",".join(JOINT_COLUMNS)
-    jd = read_joint_data(p)
+    jd = read_joint_csv(p)
     assert np.array_equal(jd.t, t) and np.array_equal(jd.q, q) and np.array_equal(jd.qd, qd)
     assert np.array_equal(jd.qdd, qdd) and np.array_equal(jd.tau, tau)
     # accelerations are optional for the forward simulation
     text = "t,q1,q2,q3,qd1,qd2,qd3,tau1,tau2,tau3\n0,0,0,0,0,0,0,1,2,3\n1,0,0,0,0,0,0,1,2,3\n"
-    jd = read_joint_data(write(tmp_path / "k.csv", text))
+    jd = read_joint_csv(write(tmp_path / "k.csv", text))
     assert jd.qdd is None and jd.tau.tolist() == [[1, 2, 3]] * 2
 
 
@@ -115,7 +115,7 @@ def test_write_is_atomic_and_leaves_no_temporary_files(tmp_path):
     target = write(tmp_path / "out.csv", "precious\n")
     with pytest.raises(ValueError):
         write_joint_data(target, [0.0, 1.0], np.zeros((2, 3)), np.zeros((2, 3)),
-                         np.full((2, 3), np.inf), np.zeros((2, 3)))
+                         qd=np.full((2, 3), np.inf), qdd=np.zeros((2, 3)))
     assert target.read_text() == "precious\n"
     assert sorted(os.listdir(tmp_path)) == ["out.csv"]
 

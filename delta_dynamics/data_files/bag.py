@@ -3,7 +3,7 @@
 ``rosbags`` decodes a message in pure Python (100-300 us for a JointState); an hour at 1 kHz
 would take 6-18 minutes for that alone. Recorded JointState messages almost always have one
 *layout*: the same frame id, joint names and array lengths, hence the same byte offsets. So
-:func:`iter_joint_states` parses the first message of each layout with a small CDR reader
+:func:`open_joint_states` parses the first message of each layout with a small CDR reader
 (XCDR1 little endian, alignment counted from the end of the 4-byte encapsulation header),
 then takes every message of that layout by its offsets, a block at a time with numpy
 (~1 us per message). Big-endian messages go through ``rosbags``' own decoder.
@@ -11,9 +11,17 @@ then takes every message of that layout by its offsets, a block at a time with n
 JointState's CDR body: ``header.stamp`` (int32 sec, uint32 nanosec), ``header.frame_id``
 (uint32 length incl. NUL, bytes), ``name`` (uint32 count; each a string), then ``position``,
 ``velocity``, ``effort`` (uint32 count, 8-aligned float64s).
+
+A bag is a directory (``metadata.yaml``) or a single ``.db3`` / ``.mcap`` file (:func:`is_bag`),
+read with ``rosbags`` (no ROS install needed): :func:`read_bag` reads one topic's messages into
+:class:`~.joint_data.JointData` (joints matched by the robot file's ``joint_names``, order free,
+extra joints ignored; time from the header stamp or the bag's receive time; effort the arm
+torque or carriage force, or the motor current times ``torque_factor``). :func:`write_bag`
+writes one (tests, synthetic data sets). Every problem raises :class:`BagError`.
 """
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -21,10 +29,19 @@ import numpy as np
 
 from delta_core.paths import PathError, check_bag_files, why_missing
 
-from . import IdentificationError
+from delta_dynamics.limits import MAX_SAMPLES
+
+from .csv_io import DataFileError
+from .joint_data import JointData
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 BLOCK = 65536
+BAG_SUFFIXES = (".db3", ".mcap")
+
+
+class BagError(DataFileError):
+    """A bag that cannot be used (missing, unreadable, no such topic, bad messages); the
+    message names the bag, the topic and the message."""
 
 
 def typestore():
@@ -117,7 +134,7 @@ class JointStateDecoder:
         self.store = None
 
     def _fail(self, k, text):
-        raise IdentificationError(f"{self.path}: {self.topic} message {k}: {text}")
+        raise BagError(f"{self.path}: {self.topic} message {k}: {text}")
 
     def _check(self, layout, k):
         names = layout.names
@@ -220,18 +237,18 @@ class JointStateBag:
             self.reader = Reader(self.path)
             self.reader.open()
         except PathError as e:
-            raise IdentificationError(str(e)) from None
+            raise BagError(str(e)) from None
         except Exception as e:  # noqa: BLE001 - rosbags raises several types for unreadable bags
-            raise IdentificationError(f"{self.path}: not a readable rosbag2 bag: {one_line(e)}") from None
+            raise BagError(f"{self.path}: not a readable rosbag2 bag: {one_line(e)}") from None
         try:
             conns = [c for c in self.reader.connections if c.topic == topic]
             if not conns:
                 have = sorted({f"{c.topic} ({c.msgtype})" for c in self.reader.connections})
-                raise IdentificationError(f"{self.path}: no topic {topic} in the bag (topics: "
+                raise BagError(f"{self.path}: no topic {topic} in the bag (topics: "
                                           f"{', '.join(have) if have else 'none'}); choose one with --topic")
             wrong = sorted({c.msgtype for c in conns if c.msgtype != JOINT_STATE})
             if wrong:
-                raise IdentificationError(f"{self.path}: topic {topic} carries {', '.join(wrong)}, not {JOINT_STATE}")
+                raise BagError(f"{self.path}: topic {topic} carries {', '.join(wrong)}, not {JOINT_STATE}")
         except BaseException:
             self.reader.close()
             raise
@@ -241,12 +258,12 @@ class JointStateBag:
 
     def blocks(self, block: int = BLOCK, max_messages: int | None = None, limit_text: str = ""):
         """Yield (stamp ns, receive ns, positions, efforts) of up to ``block`` messages at a time.
-        More than ``max_messages`` messages is an IdentificationError ending in ``limit_text``."""
+        More than ``max_messages`` messages is an BagError ending in ``limit_text``."""
         raws, rxs, k = [], [], 0
         try:
             for _conn, rx, raw in self.reader.messages(connections=self.conns):
                 if max_messages is not None and k + len(raws) >= max_messages:
-                    raise IdentificationError(f"{self.path}: topic {self.topic} has more than {max_messages} "
+                    raise BagError(f"{self.path}: topic {self.topic} has more than {max_messages} "
                                               f"messages{limit_text}")
                 raws.append(raw)
                 rxs.append(rx)
@@ -256,10 +273,10 @@ class JointStateBag:
                     raws, rxs = [], []
             if raws:
                 yield (*self._decode(raws, rxs, k),)
-        except IdentificationError:
+        except BagError:
             raise
         except Exception as e:  # noqa: BLE001 - a corrupt or truncated bag fails while it is read
-            raise IdentificationError(f"{self.path}: not a readable rosbag2 bag: reading topic {self.topic} "
+            raise BagError(f"{self.path}: not a readable rosbag2 bag: reading topic {self.topic} "
                                       f"failed: {one_line(e)}") from None
 
     def _decode(self, raws, rxs, k):
@@ -281,7 +298,7 @@ def open_joint_states(path, topic, joint_names) -> JointStateBag:
     """The JointState messages of ``topic`` in the bag at ``path`` (a directory, .db3 or .mcap)."""
     path = Path(path)
     if not path.exists():
-        raise IdentificationError(why_missing(path, "a bag"))
+        raise BagError(why_missing(path, "a bag"))
     return JointStateBag(path, topic, joint_names)
 
 
@@ -325,3 +342,110 @@ def joint_state_cdr(stamps_ns, names, position, effort, velocity=None) -> list:
         if arr.shape[1]:
             buf[:, off:off + 8 * arr.shape[1]] = np.ascontiguousarray(arr, "<f8").view(np.uint8).reshape(n, -1)
     return [bytes(row) for row in buf.reshape(n, L)]
+
+
+# ----------------------------------------------------------------------------- whole bags
+
+def is_bag(path) -> bool:
+    """True for a rosbag2 directory or a .db3 / .mcap file."""
+    p = Path(path)
+    return p.suffix in BAG_SUFFIXES or (p.is_dir() and os.path.lexists(p / "metadata.yaml"))
+
+
+def read_bag(path, joint_names, topic: str = "/joint_states", effort: str = "torque",
+             torque_factor: float = 1.0, stamp: str = "header", progress=None) -> JointData:
+    """Read ``sensor_msgs/msg/JointState`` messages on ``topic`` from a rosbag2 bag.
+
+    ``joint_names``: the robot file's three names (matched by name in each message).
+    ``effort``: ``"torque"`` (N m at the arm) or ``"current"`` (A; multiplied by
+    ``torque_factor`` = torque_constant * gear_ratio). ``stamp``: ``"header"`` (the message's
+    header stamp; the bag's receive time where the stamp is zero) or ``"receive"``.
+    Messages are decoded a block at a time (:func:`open_joint_states`); ``progress(done, total)`` is called
+    after each block.
+    """
+
+    path = Path(path)
+    check_bag_options(effort, stamp)
+    with open_joint_states(path, topic, joint_names) as bag:
+        n = bag.count
+        if n > MAX_SAMPLES:
+            raise BagError(f"{path}: topic {topic} has {n} messages, more than the {MAX_SAMPLES} "
+                                      "samples one run may use (MAX_SAMPLES in delta_dynamics/limits.py): "
+                                      "split the recording (ros2 bag convert) or record shorter runs")
+        parts = []
+        k = 0
+        for block in bag.blocks(max_messages=MAX_SAMPLES,
+                                limit_text=", the most one run may use (MAX_SAMPLES in "
+                                           "delta_dynamics/limits.py): split the recording"):
+            parts.append(block)
+            k += len(block[0])
+            if progress is not None:
+                progress(k, max(n, k))
+    if k == 0:
+        raise BagError(f"{path}: topic {topic} has no messages")
+    t_ns = bag_times(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), stamp)
+    q = np.concatenate([p[2] for p in parts])
+    tau = np.concatenate([p[3] for p in parts])
+    parts.clear()
+    t = (t_ns - t_ns[0]).astype(float) * 1e-9
+    if effort == "current":
+        tau = tau * float(torque_factor)
+    data = JointData(t=t, q=q, tau=tau, source=f"{path} {topic}", unit=f"{topic} message", first=0)
+    data.notes.append(bag_note(k, path, topic, effort, torque_factor, stamp))
+    return data
+
+
+def check_bag_options(effort, stamp):
+    """Raise :class:`BagError` unless ``effort`` is ``"torque"`` or ``"current"`` and
+    ``stamp`` is ``"header"`` or ``"receive"`` (the bag readers' options)."""
+    if effort not in ("torque", "current"):
+        raise BagError(f"effort must be 'torque' or 'current', got {effort!r}")
+    if stamp not in ("header", "receive"):
+        raise BagError(f"stamp must be 'header' or 'receive', got {stamp!r}")
+
+
+def bag_times(header_ns, receive_ns, stamp: str) -> np.ndarray:
+    """The time base of bag messages (ns): the header stamps, the receive time where a stamp
+    is zero (``stamp="header"``), or the receive times (``"receive"``)."""
+    if stamp == "receive":
+        return receive_ns
+    return np.where(header_ns != 0, header_ns, receive_ns)
+
+
+def bag_note(k, path, topic, effort, torque_factor, stamp) -> str:
+    """The note saying what was read from a bag: ``k`` messages of ``topic``, the effort's
+    meaning (``torque_factor`` N m/A for currents) and the time base."""
+    return (f"read {k} JointState messages from {path} topic {topic} "
+            f"(effort as {effort}{'' if effort == 'torque' else f' x {torque_factor:g} N m/A'}, "
+            f"time from the {'header stamp' if stamp == 'header' else 'bag receive time'})")
+
+
+def write_bag(path, t, q, effort, joint_names, topic: str = "/joint_states",
+              storage: str = "sqlite3", velocity=None, extra_joints: int = 0, t0_ns: int = 1_700_000_000_000_000_000):
+    """Write a rosbag2 bag of JointState messages (for tests and synthetic data sets).
+
+    ``storage``: ``"sqlite3"`` or ``"mcap"``. ``extra_joints`` adds that many unrelated joints
+    in front of the robot's (to check matching by name). Stamps: ``t0_ns`` + t.
+    """
+    # rosbags: loaded for bags only
+    from rosbags.rosbag2 import StoragePlugin, Writer
+
+    store = typestore()
+    JointState = store.types[JOINT_STATE]
+    Header = store.types["std_msgs/msg/Header"]
+    Time = store.types["builtin_interfaces/msg/Time"]
+    plugin = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}[storage]
+    names = [f"extra_joint_{i}" for i in range(extra_joints)] + list(joint_names)
+    with Writer(path, version=9, storage_plugin=plugin) as w:
+        conn = w.add_connection(topic, JOINT_STATE, typestore=store)
+        for k in range(len(t)):
+            ns = int(t0_ns + round(float(t[k]) * 1e9))
+            pad = np.zeros(extra_joints)
+            pos = np.concatenate((pad, q[k]))
+            eff = np.concatenate((pad, effort[k])) if effort is not None else np.zeros(0)
+            vel = np.concatenate((pad, velocity[k])) if velocity is not None else np.zeros(0)
+            msg = JointState(header=Header(stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000),
+                                           frame_id=""),
+                             name=names, position=pos, velocity=vel, effort=eff)
+            w.write(conn, ns, store.serialize_cdr(msg, JOINT_STATE))
+    return Path(path)

@@ -1,20 +1,8 @@
-"""Measured joint data in: CSV files and rosbag2 bags, checks, resampling, differentiation.
+"""Preprocessing of measured joint data: checks, resampling, segmentation, differentiation.
 
-Sources
--------
-* CSV (:func:`read_csv`): a header line, then one sample per line. Required columns
-  ``t,q1,q2,q3,tau1,tau2,tau3`` (s, rad, N m at the arm); optional ``qd1,qd2,qd3`` (rad/s)
-  and ``qdd1,qdd2,qdd3`` (rad/s^2), used instead of differentiating when present. Column
-  order is free, other columns are ignored, lines starting with ``#`` are comments. A linear
-  Delta's file has carriage positions (m, m/s, m/s^2) and forces ``f1,f2,f3`` (N) instead
-  of ``tau1..3`` (``docs/conventions.md``).
-* rosbag2 (:func:`read_bag`): a bag directory (``metadata.yaml``) or a single ``.db3`` /
-  ``.mcap`` file, read with ``rosbags`` (no ROS install needed). Messages of type
-  ``sensor_msgs/msg/JointState`` on one topic; joints are matched by the robot file's
-  ``joint_names`` (order free, extra joints ignored); time is the header stamp (or the bag's
-  receive time); effort is the arm torque (the carriage force on a linear Delta), or the
-  motor current (then tau = current * torque_constant * gear_ratio from the robot file; for a
-  linear Delta gear_ratio is motor rad per metre, so this is the carriage force in N).
+The data come from :mod:`delta_dynamics.data_files` (CSV files and rosbag2 bags, read into
+:class:`~delta_dynamics.data_files.joint_data.JointData` by
+:func:`~delta_dynamics.data_files.joint_files.read_joint_data`).
 
 Preprocessing (:func:`preprocess`, options :class:`Preprocessing`)
 ------------------------------------------------------------------
@@ -42,60 +30,19 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from delta_core.atomic_file import atomic_write_text
-from delta_core.paths import why_missing
-from delta_core.text_input import TextInputError, data_lines, field_counts_equal, iter_line_blocks
+from delta_dynamics.data_files.joint_data import JointData
 from delta_dynamics.kinds import joint_units
 from delta_dynamics.limits import MAX_SAMPLES
 
 from . import IdentificationError
-from .bag import open_joint_states, typestore
 
-REQUIRED_COLUMNS = ("t", "q1", "q2", "q3", "tau1", "tau2", "tau3")
-#: The effort columns of each kind: torques of a rotary Delta, forces of a linear one.
-EFFORT_COLUMNS = {"tau": ("tau1", "tau2", "tau3"), "f": ("f1", "f2", "f3")}
-VELOCITY_COLUMNS = ("qd1", "qd2", "qd3")
-ACCELERATION_COLUMNS = ("qdd1", "qdd2", "qdd3")
-BAG_SUFFIXES = (".db3", ".mcap")
-JOINT_STATE = "sensor_msgs/msg/JointState"
 #: Joint positions may exceed the robot file's limits by this much (rad) before
 #: :func:`check_joint_limits` refuses them (a position controller's overshoot at a limit).
 LIMIT_TOLERANCE = 0.01
-
-
-@dataclass
-class JointData:
-    """Raw samples: time (N,), positions, torques (N, 3), optional velocities/accelerations.
-
-    ``unit`` names a sample in messages ("line" for CSV, "message" for bags) and
-    ``first`` is the number of sample 0 (CSV: its line number).
-    """
-
-    t: np.ndarray
-    q: np.ndarray
-    tau: np.ndarray
-    qd: np.ndarray | None = None
-    qdd: np.ndarray | None = None
-    source: str = ""
-    unit: str = "sample"
-    first: int = 0
-    notes: list = field(default_factory=list)
-    lines: np.ndarray | None = None     # CSV: the line number of every sample
-
-    def __len__(self) -> int:
-        return len(self.t)
-
-    def where(self, k: int) -> str:
-        """Where sample ``k`` came from ("line 12", "message 3"), for messages."""
-        if self.lines is not None:
-            return f"{self.unit} {int(self.lines[int(k)])}"
-        return f"{self.unit} {int(k) + self.first}"
 
 
 @dataclass
@@ -198,305 +145,6 @@ def _int(v) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
-# ----------------------------------------------------------------------------- CSV
-
-def _missing(path) -> IdentificationError:
-    return IdentificationError(why_missing(path, "a file"))
-
-
-def read_csv(path: str | os.PathLike, max_rows: int = MAX_SAMPLES, effort_column: str | None = None) -> JointData:
-    """Read a joint-data CSV file (format in the module docstring). ``effort_column``: ``"tau"``
-    (torques, a rotary Delta's) or ``"f"`` (forces, a linear Delta's) to require one kind of
-    effort columns; None takes whichever the file has.
-
-    The file is read a block of lines at a time and each block parsed by numpy's C parser
-    (exact messages from a Python pass over a block numpy refuses), so memory stays near
-    twice the parsed arrays; at most ``max_rows`` samples
-    (:data:`~delta_dynamics.limits.MAX_SAMPLES`), lines of at most 64 kB, UTF-8 text.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise _missing(path)
-    if path.is_dir():
-        raise IdentificationError(f"{path}: a directory, not a CSV file")
-    if effort_column not in (None, "tau", "f"):
-        raise IdentificationError(f"effort columns must be 'tau' or 'f', got {effort_column!r}")
-    reader = CsvReader(path, max_rows, effort_column)
-    try:
-        for first, block in iter_line_blocks(path, what="a CSV file"):
-            reader.add_block(first, block)
-    except TextInputError as e:
-        raise IdentificationError(str(e)) from None
-    except OSError as e:
-        raise IdentificationError(f"{path}: cannot read: {e.strerror or e}") from None
-    if reader.header is None:
-        raise IdentificationError(f"{path}: empty file (expected a header line "
-                                  f"'{','.join(REQUIRED_COLUMNS)}' and samples)")
-    if not reader.rows:
-        raise IdentificationError(f"{path}: no samples after the header")
-    col = {h: j for j, h in enumerate(reader.used)}
-    blocks = reader.blocks
-
-    def cols(names):
-        if not all(c in col for c in names):
-            return None
-        idx = [col[c] for c in names]
-        return np.concatenate([b[:, idx] for b in blocks])
-
-    qd, qdd = cols(VELOCITY_COLUMNS), cols(ACCELERATION_COLUMNS)
-    if qdd is not None and qd is None:
-        raise IdentificationError(f"{path}: accelerations qdd1..3 given without velocities qd1..3")
-    data = JointData(t=cols(("t",))[:, 0], q=cols(("q1", "q2", "q3")), tau=cols(EFFORT_COLUMNS[reader.effort]),
-                     qd=qd, qdd=qdd, source=str(path), unit="line", lines=np.concatenate(reader.lines))
-    blocks.clear()
-    return data
-
-
-class CsvReader:
-    """:func:`read_csv`'s state: the header, then blocks of parsed rows (used columns only)."""
-
-    def __init__(self, path, max_rows, effort=None):
-        self.path, self.max_rows = path, max_rows
-        self.limit_name = "MAX_SAMPLES in delta_dynamics/limits.py"
-        self.effort = effort            # "tau" or "f" (None: from the header)
-        self.header = None
-        self.used: list = []            # column names kept, in header order
-        self.idx: list = []             # their indices in the header
-        self.blocks: list = []
-        self.lines: list = []
-        self.rows = 0
-
-    def _set_header(self, lineno, s):
-        path = self.path
-        header = [h.strip().lower() for h in s.split(",")]
-        eff = self.effort
-        if eff is None:
-            eff = "f" if all(c in header for c in EFFORT_COLUMNS["f"]) and "tau1" not in header else "tau"
-        self.effort = eff
-        required = REQUIRED_COLUMNS[:4] + EFFORT_COLUMNS[eff]
-        missing = [c for c in required if c not in header]
-        if missing:
-            shown = s if len(s) <= 200 else s[:200] + "..."
-            other = "f" if eff == "tau" else "tau"
-            hint = ""
-            if all(c in header for c in EFFORT_COLUMNS[other]):
-                hint = (f"; the file has {other}1..3, the efforts of a {'linear' if other == 'f' else 'rotary'} "
-                        f"Delta, but the robot is {'rotary' if eff == 'tau' else 'linear'} (is this the right "
-                        "robot file?)")
-            raise IdentificationError(f"{path}: line {lineno}: header lacks column(s) {', '.join(missing)} "
-                                      f"(need {','.join(required)}, optional qd1..3, qdd1..3; "
-                                      f"got {shown!r}){hint}")
-        if len(set(header)) != len(header):
-            raise IdentificationError(f"{path}: line {lineno}: duplicate column names in the header")
-        self.header = header
-        wanted = set(required + VELOCITY_COLUMNS + ACCELERATION_COLUMNS)
-        self.idx = [j for j, h in enumerate(header) if h in wanted]
-        self.used = [header[j] for j in self.idx]
-
-    def add_block(self, first, block):
-        """Parse one block of lines (the header with the first) into the columns read so far."""
-        rows, nums = data_lines(first, block)
-        if rows and self.header is None:
-            self._set_header(nums[0], rows[0].strip())
-            rows, nums = rows[1:], nums[1:]
-        if not rows:
-            return
-        if self.rows + len(rows) > self.max_rows:
-            k = self.max_rows - self.rows
-            raise IdentificationError(f"{self.path}: line {nums[k]}: more than {self.max_rows} samples (the "
-                                      f"limit, {self.limit_name}): split the recording or decimate it")
-        ncol = len(self.header)
-        arr = None
-        if field_counts_equal(rows, ncol):
-            try:
-                arr = np.loadtxt(rows, delimiter=",", usecols=self.idx, ndmin=2, dtype=float,
-                                 comments=None, quotechar=None)
-            except ValueError:
-                arr = None
-        if arr is None or arr.shape != (len(rows), len(self.idx)):
-            arr = self._parse_slowly(rows, nums)
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            k, j = np.argwhere(bad)[0]
-            raise IdentificationError(f"{self.path}: line {nums[k]}: column {self.used[j]} is {arr[k, j]} "
-                                      "(every value must be a finite number)")
-        self.blocks.append(arr)
-        self.lines.append(np.arange(nums.start, nums.stop) if isinstance(nums, range)
-                          else np.asarray(nums, dtype=np.int64))
-        self.rows += len(rows)
-
-    def _parse_slowly(self, rows, nums):
-        path, ncol = self.path, len(self.header)
-        out = np.empty((len(rows), len(self.idx)))
-        for r, (s, lineno) in enumerate(zip(rows, nums)):
-            fields = s.split(",")
-            if len(fields) != ncol:
-                raise IdentificationError(f"{path}: line {lineno}: {len(fields)} values, the header has {ncol}")
-            for j, k in enumerate(self.idx):
-                f = fields[k].strip()
-                try:
-                    out[r, j] = float(f)
-                except ValueError:
-                    shown = repr(f) if len(f) <= 40 else f"{f[:40]!r}... ({len(f)} characters)"
-                    raise IdentificationError(f"{path}: line {lineno}: column {self.header[k]}: "
-                                              f"not a number: {shown}") from None
-        return out
-
-
-def write_csv(path, t, q, tau, qd=None, qdd=None, effort_column: str = "tau") -> Path:
-    """Write joint data in the format :func:`read_csv` reads (atomically); ``effort_column="f"``
-    names the efforts ``f1,f2,f3`` (a linear Delta's forces)."""
-    cols = [np.asarray(t, float)[:, None], np.asarray(q, float), np.asarray(tau, float)]
-    head = list(REQUIRED_COLUMNS[:4] + EFFORT_COLUMNS[effort_column])
-    if qd is not None:
-        cols.append(np.asarray(qd, float))
-        head += VELOCITY_COLUMNS
-    if qdd is not None:
-        cols.append(np.asarray(qdd, float))
-        head += ACCELERATION_COLUMNS
-    arr = np.hstack(cols)
-    body = "\n".join(",".join(f"{v:.12g}" for v in row) for row in arr.tolist())
-    return atomic_write_text(path, ",".join(head) + "\n" + body + "\n")
-
-
-# ----------------------------------------------------------------------------- rosbag2
-
-def is_bag(path) -> bool:
-    """True for a rosbag2 directory or a .db3 / .mcap file."""
-    p = Path(path)
-    return p.suffix in BAG_SUFFIXES or (p.is_dir() and os.path.lexists(p / "metadata.yaml"))
-
-
-def _typestore():
-    return typestore()
-
-
-def read_bag(path, joint_names, topic: str = "/joint_states", effort: str = "torque",
-             torque_factor: float = 1.0, stamp: str = "header", progress=None) -> JointData:
-    """Read ``sensor_msgs/msg/JointState`` messages on ``topic`` from a rosbag2 bag.
-
-    ``joint_names``: the robot file's three names (matched by name in each message).
-    ``effort``: ``"torque"`` (N m at the arm) or ``"current"`` (A; multiplied by
-    ``torque_factor`` = torque_constant * gear_ratio). ``stamp``: ``"header"`` (the message's
-    header stamp; the bag's receive time where the stamp is zero) or ``"receive"``.
-    Messages are decoded a block at a time (:mod:`.bag`); ``progress(done, total)`` is called
-    after each block.
-    """
-
-    path = Path(path)
-    if not path.exists():
-        raise _missing(path)
-    check_bag_options(effort, stamp)
-    with open_joint_states(path, topic, joint_names) as bag:
-        n = bag.count
-        if n > MAX_SAMPLES:
-            raise IdentificationError(f"{path}: topic {topic} has {n} messages, more than the {MAX_SAMPLES} "
-                                      "samples one run may use (MAX_SAMPLES in delta_dynamics/limits.py): "
-                                      "split the recording (ros2 bag convert) or record shorter runs")
-        parts = []
-        k = 0
-        for block in bag.blocks(max_messages=MAX_SAMPLES,
-                                limit_text=", the most one run may use (MAX_SAMPLES in "
-                                           "delta_dynamics/limits.py): split the recording"):
-            parts.append(block)
-            k += len(block[0])
-            if progress is not None:
-                progress(k, max(n, k))
-    if k == 0:
-        raise IdentificationError(f"{path}: topic {topic} has no messages")
-    t_ns = bag_times(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]), stamp)
-    q = np.concatenate([p[2] for p in parts])
-    tau = np.concatenate([p[3] for p in parts])
-    parts.clear()
-    t = (t_ns - t_ns[0]).astype(float) * 1e-9
-    if effort == "current":
-        tau = tau * float(torque_factor)
-    data = JointData(t=t, q=q, tau=tau, source=f"{path} {topic}", unit=f"{topic} message", first=0)
-    data.notes.append(bag_note(k, path, topic, effort, torque_factor, stamp))
-    return data
-
-
-def check_bag_options(effort, stamp):
-    """Raise :class:`IdentificationError` unless ``effort`` is ``"torque"`` or ``"current"`` and
-    ``stamp`` is ``"header"`` or ``"receive"`` (the bag readers' options)."""
-    if effort not in ("torque", "current"):
-        raise IdentificationError(f"effort must be 'torque' or 'current', got {effort!r}")
-    if stamp not in ("header", "receive"):
-        raise IdentificationError(f"stamp must be 'header' or 'receive', got {stamp!r}")
-
-
-def bag_times(header_ns, receive_ns, stamp: str) -> np.ndarray:
-    """The time base of bag messages (ns): the header stamps, the receive time where a stamp
-    is zero (``stamp="header"``), or the receive times (``"receive"``)."""
-    if stamp == "receive":
-        return receive_ns
-    return np.where(header_ns != 0, header_ns, receive_ns)
-
-
-def bag_note(k, path, topic, effort, torque_factor, stamp) -> str:
-    """The note saying what was read from a bag: ``k`` messages of ``topic``, the effort's
-    meaning (``torque_factor`` N m/A for currents) and the time base."""
-    return (f"read {k} JointState messages from {path} topic {topic} "
-            f"(effort as {effort}{'' if effort == 'torque' else f' x {torque_factor:g} N m/A'}, "
-            f"time from the {'header stamp' if stamp == 'header' else 'bag receive time'})")
-
-
-
-
-def write_bag(path, t, q, effort, joint_names, topic: str = "/joint_states",
-              storage: str = "sqlite3", velocity=None, extra_joints: int = 0, t0_ns: int = 1_700_000_000_000_000_000):
-    """Write a rosbag2 bag of JointState messages (for tests and synthetic data sets).
-
-    ``storage``: ``"sqlite3"`` or ``"mcap"``. ``extra_joints`` adds that many unrelated joints
-    in front of the robot's (to check matching by name). Stamps: ``t0_ns`` + t.
-    """
-    # rosbags: loaded for bags only
-    from rosbags.rosbag2 import StoragePlugin, Writer
-
-    store = _typestore()
-    JointState = store.types[JOINT_STATE]
-    Header = store.types["std_msgs/msg/Header"]
-    Time = store.types["builtin_interfaces/msg/Time"]
-    plugin = {"sqlite3": StoragePlugin.SQLITE3, "mcap": StoragePlugin.MCAP}[storage]
-    names = [f"extra_joint_{i}" for i in range(extra_joints)] + list(joint_names)
-    with Writer(path, version=9, storage_plugin=plugin) as w:
-        conn = w.add_connection(topic, JOINT_STATE, typestore=store)
-        for k in range(len(t)):
-            ns = int(t0_ns + round(float(t[k]) * 1e9))
-            pad = np.zeros(extra_joints)
-            pos = np.concatenate((pad, q[k]))
-            eff = np.concatenate((pad, effort[k])) if effort is not None else np.zeros(0)
-            vel = np.concatenate((pad, velocity[k])) if velocity is not None else np.zeros(0)
-            msg = JointState(header=Header(stamp=Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000),
-                                           frame_id=""),
-                             name=names, position=pos, velocity=vel, effort=eff)
-            w.write(conn, ns, store.serialize_cdr(msg, JOINT_STATE))
-    return Path(path)
-
-
-def read_joint_data(path, robot=None, topic: str = "/joint_states", effort: str = "torque",
-                    stamp: str = "header") -> JointData:
-    """A CSV file or a bag, by its name (bags need ``robot`` for joint names and motor data)."""
-    p = Path(path)
-    if not p.exists():
-        raise _missing(p)
-    if is_bag(p):
-        if robot is None:
-            raise IdentificationError(f"{p}: reading a bag needs the robot file (joint names)")
-        m = robot.mass.motor
-        return read_bag(p, robot.joint_names, topic=topic, effort=effort,
-                        torque_factor=m.torque_constant * m.gear_ratio, stamp=stamp)
-    if p.is_dir():
-        raise IdentificationError(f"{p}: a directory without metadata.yaml (not a rosbag2 bag)")
-    if effort != "torque":
-        raise IdentificationError(f"{p}: CSV files hold torques (tau1..3) or forces (f1..3); "
-                                  "--effort current applies to bags")
-    col = None
-    if robot is not None:
-        col = joint_units(robot)["effort_column"]
-    return read_csv(p, effort_column=col)
-
-
 # ----------------------------------------------------------------------------- preprocessing
 
 def _check_finite(data: JointData):
@@ -538,14 +186,22 @@ def check_joint_limits(data: JointData, robot, tolerance: float = LIMIT_TOLERANC
     out = (q < lo) | (q > hi)
     if out.any():
         k, j = (int(v) for v in np.argwhere(out)[0])
-        lim = robot.limits.position[j]
-        u = joint_units(robot)
-        unit, what = u["position"], ("radians" if u["position"] == "rad" else "metres")
-        raise IdentificationError(
-            f"{data.source}: {data.where(k)}: q{j + 1} = {q[k, j]:.6g} {unit} is outside {u['joint']} {j + 1}'s "
-            f"limits [{lim[0]:g}, {lim[1]:g}] {unit} of robot {robot.name} ({int(out.any(axis=1).sum())} of "
-            f"{len(q)} samples outside, tolerance {tolerance:g} {unit}): is this the right robot file, "
-            f"and are the positions in {what}?")
+        raise outside_limits(robot, data.source, data.where(k), j, q[k, j], int(out.any(axis=1).sum()), len(q),
+                             tolerance)
+
+
+def outside_limits(robot, source: str, where: str, j: int, value: float, outside: int, n: int,
+                   tolerance: float = LIMIT_TOLERANCE) -> IdentificationError:
+    """The error of :func:`check_joint_limits` (and of the streamed path's check): the first sample
+    outside the limits is at ``where`` with q_(j+1) = ``value``; ``outside`` of ``n`` samples are."""
+    lim = robot.limits.position[j]
+    u = joint_units(robot)
+    unit, what = u["position"], ("radians" if u["position"] == "rad" else "metres")
+    return IdentificationError(
+        f"{source}: {where}: q{j + 1} = {value:.6g} {unit} is outside {u['joint']} {j + 1}'s "
+        f"limits [{lim[0]:g}, {lim[1]:g}] {unit} of robot {robot.name} ({outside} of "
+        f"{n} samples outside, tolerance {tolerance:g} {unit}): is this the right robot file, "
+        f"and are the positions in {what}?")
 
 
 def _second_difference(x, h):
