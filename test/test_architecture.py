@@ -249,6 +249,41 @@ def test_no_import_of_another_modules_private_name():
     assert not bad, f"imports of another module's private name: {bad}"
 
 
+#: The one module that may use rclpy's private names (the hooks rclpy lacks, each explained there).
+RCLPY_ADAPTER = Path("delta_core/ros/rclpy_adapter.py")
+#: rclpy's private names the adapter uses; a private name of rclpy is any ``_x`` reached from it.
+RCLPY_PRIVATE = {"_take_service", "_executor", "_rclpy_pybind11"}
+
+
+def _rclpy_private_uses(path: Path) -> list:
+    """(line, name) of every use in ``path`` of a private rclpy name: an import from an rclpy
+    module whose name (or the imported name) starts with ``_``, a ``_LifecycleNodeMixin``
+    name, an override or attribute, or ``getattr`` string, of a name in RCLPY_PRIVATE."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "rclpy":
+            parts = (node.module or "").split(".")
+            found += [(node.lineno, node.module) for p in parts if p.startswith("_")][:1]
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("_")]
+        elif isinstance(node, ast.Attribute) and (node.attr in RCLPY_PRIVATE or "_LifecycleNodeMixin" in node.attr):
+            found.append((node.lineno, node.attr))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in RCLPY_PRIVATE:
+            found.append((node.lineno, node.name))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                node.value in RCLPY_PRIVATE or "_LifecycleNodeMixin" in node.value):
+            found.append((node.lineno, node.value))
+    return found
+
+
+def test_only_the_rclpy_adapter_uses_private_rclpy_names():
+    bad = [f"{path.relative_to(ROOT)}:{line}: {name}" for package in LAYERS
+           for path in sorted((ROOT / package).rglob("*.py")) if path.relative_to(ROOT) != RCLPY_ADAPTER
+           for line, name in _rclpy_private_uses(path)]
+    assert not bad, f"private rclpy names outside {RCLPY_ADAPTER}: {bad}"
+    assert {name for _, name in _rclpy_private_uses(ROOT / RCLPY_ADAPTER)} >= {"_take_service", "_executor"}
+
+
 def test_the_known_breaches_still_exist():
     """Remove an entry of KNOWN_CYCLES / KNOWN_PRIVATE when its code is mended."""
     cycles = _module_cycles()

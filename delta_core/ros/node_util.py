@@ -16,17 +16,16 @@ import gc
 import os
 import signal
 import sys
-import threading
 import time
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
-from rclpy._rclpy_pybind11 import RCLError
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from delta_core.ros.names import (add_prefix, check_namespace, check_prefix, clock_remap,  # noqa: F401
                                   strip_prefix)
+from delta_core.ros.rclpy_adapter import RCLError, settle
 
 DEFAULT_ROBOT = "nt_robot"
 
@@ -167,21 +166,6 @@ def _alive(entity) -> bool:
         return False
 
 
-def _settle(executor, timeout: float) -> None:
-    """Let the callbacks a multi-threaded ``executor`` still has once its spin has ended (running,
-    or queued in its thread pool) end, for up to ``timeout`` s, before it is shut down and the node
-    destroyed. rclpy 7.1.6's ``Executor.shutdown`` does not wait for them (it tests the flag it has
-    just set) and destroys the guard condition each of them triggers when it ends: rclpy then
-    prints "The following exception was never retrieved" at exit. A no-op for an executor without
-    a thread pool."""
-    pool = getattr(executor, "_executor", None)
-    if pool is None:
-        return
-    waiter = threading.Thread(target=pool.shutdown, kwargs={"wait": True}, name="settle", daemon=True)
-    waiter.start()
-    waiter.join(timeout)
-
-
 def run(node_factory, name: str, args=None, multithreaded: bool = False, executor_factory=None) -> int:
     """rclpy.init, build the node, spin until SIGINT/SIGTERM; 0 on a clean stop, 1 if the node
     cannot start (e.g. a bad ``robot`` parameter; the reason is logged), 2 on bad ROS
@@ -226,7 +210,7 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
     finally:
         handler.stopping = True
         if executor is not None:
-            _settle(executor, 2.0)
+            settle(executor, 2.0)
             executor.shutdown(timeout_sec=1.0)
             if node is not None:
                 executor.remove_node(node)

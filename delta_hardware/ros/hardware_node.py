@@ -40,7 +40,7 @@ from delta_hardware.loop_client import LoopClient
 from delta_hardware.loop_config import LoopRules
 from delta_hardware.ros.broadcaster import Broadcaster
 from delta_hardware.ros.parameters import PARAMETERS, check_parameters, loop_spec
-from delta_hardware.ros.rclpy_adapter import StampedExecutor, lifecycle_state, refuse_disallowed_transitions, trigger
+from delta_core.ros.rclpy_adapter import StampedExecutor, lifecycle_state, refuse_disallowed_transitions, trigger
 from delta_hardware.ros.requests import Requests
 from delta_hardware.ros.stack_guard import other_stack
 from delta_hardware.ros.status import diagnostics, node_status
@@ -257,7 +257,7 @@ class HardwareNode(LifecycleNode):
 
 
 def main(args=None) -> int:
-    """Spin the node on the multi-threaded executor of :mod:`~delta_hardware.ros.rclpy_adapter`."""
+    """Spin the node on the multi-threaded executor of :mod:`~delta_core.ros.rclpy_adapter`."""
     def started():
         node = HardwareNode()
         node.start()

@@ -24,7 +24,7 @@ from delta_core.ros.names import strip_prefix
 from delta_hardware.drives import DriveError
 from delta_hardware.ros.messages import pick, to_sec
 from delta_hardware.ros.parameters import PARAMETERS, check_parameters, load_bounded
-from delta_hardware.ros.rclpy_adapter import request_received_ns
+from delta_core.ros.rclpy_adapter import request_received_ns
 from delta_hardware.ros.status import node_status
 from delta_hardware.trajectory_plan import TrajectoryRejected, build_plan, match_joint_names
 

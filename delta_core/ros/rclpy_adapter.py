@@ -1,4 +1,4 @@
-"""The two hooks rclpy (Jazzy) lacks, in one place; every private rclpy name the stack uses is here.
+"""The three hooks rclpy (Jazzy) lacks, in one place; every private rclpy name the stack uses is here.
 
 1. **When a service request was received.** A latched stop must void the requests queued
    before it (a reset sent before an emergency stop must not undo it), so the hardware node
@@ -13,6 +13,11 @@
    rclcpp answers ``success: false``. :func:`refuse_disallowed_transitions` wraps that
    service's callback (a public attribute) and answers the refusal; :func:`lifecycle_state`
    reads the current state through the ``get_state`` service's callback.
+3. **Waiting for an executor's callbacks before it is shut down.** rclpy 7.1.6's
+   ``Executor.shutdown`` does not wait for the callbacks a multi-threaded executor still runs
+   or has queued (it tests the flag it has just set) and destroys the guard condition each of
+   them triggers when it ends: rclpy then prints "The following exception was never retrieved"
+   at exit. :func:`settle` waits for them on the executor's private thread pool (``_executor``).
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import threading
 import time
 
 from lifecycle_msgs.srv import ChangeState, GetState
-from rclpy._rclpy_pybind11 import RCLError
+from rclpy._rclpy_pybind11 import RCLError          # rclpy's C-layer error (also for the nodes)
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import MultiThreadedExecutor, await_or_execute
 from rclpy.lifecycle import TransitionCallbackReturn
@@ -99,3 +104,15 @@ def trigger(transition) -> bool:
         return transition() == TransitionCallbackReturn.SUCCESS
     except RCLError:
         return False
+
+
+def settle(executor, timeout: float) -> None:
+    """Let the callbacks a multi-threaded ``executor`` still has once its spin has ended (running,
+    or queued in its thread pool) end, for up to ``timeout`` s, before it is shut down and the node
+    destroyed (module docstring, 3). A no-op for an executor without a thread pool."""
+    pool = getattr(executor, "_executor", None)
+    if pool is None:
+        return
+    waiter = threading.Thread(target=pool.shutdown, kwargs={"wait": True}, name="settle", daemon=True)
+    waiter.start()
+    waiter.join(timeout)
