@@ -15,7 +15,9 @@ player uses its defaults).
 Stopping: SIGINT (Ctrl-C), SIGTERM or ``--duration`` set a flag; the recorder then stops
 taking samples only after it has drained what DDS already holds for it: until, on every
 topic, a message published after the stop arrives (its source time stamp, from the DDS
-sample info; it is not recorded) or nothing arrived for 0.2 s (at most 30 s), writes the bag's index and metadata and exits 0. Messages are taken
+sample info; it is not recorded) or nothing arrived for 3.5 s (longer than the middleware's
+heartbeat period, within which a reliable writer resends samples a reader missed; at most 30 s),
+writes the bag's index and metadata and exits 0. Messages are taken
 with a reliable, volatile subscription of depth 10 000 (10 s of 1 kHz joint states), so a
 slow disk or a busy host delays writing without losing messages.
 
@@ -35,8 +37,11 @@ from pathlib import Path
 DEPTH = 10_000
 #: A topic must appear on the graph within this many seconds.
 DISCOVERY_S = 10.0
-#: After a stop, keep taking messages until none arrived for this long (s).
-DRAIN_QUIET_S = 0.2
+#: After a stop, keep taking messages until none arrived for this long (s): longer than Fast DDS's
+#: heartbeat period (3 s), after which a reliable writer resends what a reader missed at the end
+#: of a burst (a reader learns of a lost *last* sample only from that heartbeat; with 0.2 s an
+#: idle run's recorder closed 206 of 3000 messages early).
+DRAIN_QUIET_S = 3.5
 #: ... or until each topic delivered a message published after the stop, for at most this long (s)
 #: (a publisher whose clock is behind ours would never show one).
 DRAIN_MAX_S = 30.0
