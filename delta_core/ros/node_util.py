@@ -185,6 +185,12 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
             print(f"{name}: error: {why}", file=sys.stderr)
             return 2
         handler.deferred = True
+        # an executor of our own (not rclpy's global one, which would keep the node alive until
+        # the interpreter's teardown), made before the node: a signal during the node's start-up
+        # shuts the context down, and an executor begun on a shut-down context fails half-built
+        # (rclpy's Executor.__del__ then prints "Exception ignored ... no attribute '_sigint_gc'")
+        executor = (executor_factory() if executor_factory is not None else MultiThreadedExecutor()
+                    if multithreaded else SingleThreadedExecutor())
         try:
             node = node_factory()
         except ExternalShutdownException:
@@ -192,12 +198,8 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
         except Exception as e:  # noqa: BLE001 - a node that cannot start says why and exits 1
             rclpy.logging.get_logger(name).fatal(f"cannot start: {e}")
             return 1
-        handler.release()
-        # an executor of our own (not rclpy's global one, which would keep the node alive
-        # until the interpreter's teardown)
-        executor = (executor_factory() if executor_factory is not None else MultiThreadedExecutor()
-                    if multithreaded else SingleThreadedExecutor())
         executor.add_node(node)
+        handler.release()
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
