@@ -35,6 +35,7 @@ import time
 
 from delta_bringup.main import missing_ros
 from delta_core.ros.names import check_namespace, check_prefix
+from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer
 
 PROG = "delta-ctl"
 PLATFORM = ("platform_x", "platform_y", "platform_z")
@@ -176,32 +177,23 @@ class Stack:
         """The hardware node's full name, e.g. ``r1/delta_hardware`` (for messages)."""
         return f"{self.args.namespace}/{self.args.node}" if self.args.namespace else f"/{self.args.node}"
 
-    #: Seconds between the copies of a request that is safe to repeat (see :meth:`call`).
-    RESEND_PERIOD = 1.0
-
     def call(self, srv_type, name, request, resend: bool = False):
         """Call the hardware node's service ``name`` with ``request``; its response, or Failed if the
         service is not there or does not answer within ``--timeout``.
 
         ``resend``: the request is safe to repeat (a query, a stop, a pause) and is sent again every
-        :attr:`RESEND_PERIOD` s while unanswered. On a busy host Fast DDS drops an answer to a
-        client it has not matched yet (it waits 100 ms for the match), although the service is
-        ready. A reset is never repeated: a copy arriving after a new stop would clear that stop."""
+        second while unanswered (:mod:`delta_core.ros.service_call` says why). A reset is never
+        repeated: a copy arriving after a new stop would clear that stop."""
         client = self.node.create_client(srv_type, self.base + name)
         try:
             if not self.spin(self.args.timeout, client.service_is_ready):
                 raise Failed(f"no {self.where()}/{name} service within {self.args.timeout:g} s: is the stack "
                              f"running, with the same ROS_DOMAIN_ID and namespace?")
-            futures = [client.call_async(request)]
-            deadline = time.monotonic() + self.args.timeout
-            while not any(f.done() for f in futures):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise Failed(f"{self.where()}/{name} did not answer within {self.args.timeout:g} s")
-                if not self.spin(min(left, self.RESEND_PERIOD) if resend else left,
-                                 lambda: any(f.done() for f in futures)) and resend:
-                    futures.append(client.call_async(request))
-            return next(f for f in futures if f.done()).result()
+            try:
+                return answer(client, request, self.args.timeout, self.spin,
+                              RESEND_PERIOD if resend else None)
+            except NoAnswer:
+                raise Failed(f"{self.where()}/{name} did not answer within {self.args.timeout:g} s") from None
         finally:
             self.node.destroy_client(client)
 

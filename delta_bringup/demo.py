@@ -42,6 +42,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from delta_core.robot_file import load_robot, save_robot
 from delta_core.ros.node_util import DEFAULT_ROBOT
+from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer
 from delta_dynamics.algorithms import (forward_kinematics, inverse_kinematics, joint_state, parameter_names,
                                        workspace_centre)
 from delta_dynamics.identification.excitation import design_excitation as design
@@ -49,6 +50,16 @@ from delta_dynamics.identification.excitation import load_excitation, preset_exc
 from delta_dynamics.kinds import joint_units, kind_of, model_for
 from delta_dynamics.motion.trajectories import pick_place
 from delta_hardware.ros.messages import to_duration, to_time
+
+
+def _sleep_until(seconds: float, done) -> bool:
+    """Sleep in 10 ms steps for up to ``seconds`` until ``done()``; whether it is."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def _with(obj, **changes):
@@ -201,29 +212,14 @@ class Demo:
         """ROS time of the demo node (simulated time when the stack runs in it)."""
         return self.node.get_clock().now().nanoseconds * 1e-9
 
-    def _wait(self, future, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while not future.done():
-            if time.monotonic() > deadline:
-                raise RuntimeError("no answer in time")
-            time.sleep(0.01)
-        return future.result()
-
-    def _ask(self, client, request, timeout=60.0):
-        """The answer of ``client``'s service to ``request``, which is safe to repeat (a query, a
-        parameter, a pause): sent again every second while unanswered, since a busy host's Fast DDS
-        drops an answer to a client it has not matched yet. RuntimeError after ``timeout`` s."""
-        futures, deadline = [client.call_async(request)], time.monotonic() + timeout
-        while True:
-            resend = time.monotonic() + 1.0
-            while time.monotonic() < min(resend, deadline):
-                done = next((f for f in futures if f.done()), None)
-                if done is not None:
-                    return done.result()
-                time.sleep(0.01)
-            if time.monotonic() >= deadline:
-                raise RuntimeError(f"no answer from {client.srv_name} in time")
-            futures.append(client.call_async(request))
+    def _ask(self, client, request, timeout=60.0, resend=True):
+        """The answer of ``client``'s service to ``request`` (RuntimeError after ``timeout`` s);
+        ``resend``: safe to repeat (a query, a parameter, a pause), sent again every second while
+        unanswered (:mod:`delta_core.ros.service_call`). The executor spins in its own thread."""
+        try:
+            return answer(client, request, timeout, _sleep_until, RESEND_PERIOD if resend else None)
+        except NoAnswer as e:
+            raise RuntimeError(str(e)) from None
 
     def set_feedforward(self, mode):
         """Set the hardware node's ``feedforward`` parameter (``none``, ``model`` or ``topic``)."""
@@ -328,7 +324,7 @@ class Demo:
                 self.say(f"{e}; resetting and repeating the phase")
                 self.pause(True)
                 self.t_next = round((self.now() + self.GAP) / self.period) * self.period
-                res = self._wait(self.reset.call_async(Trigger.Request()))
+                res = self._ask(self.reset, Trigger.Request(), resend=False)
                 if not res.success:
                     raise RuntimeError(f"reset failed: {res.message}") from None
                 self.home(self.q_start)
@@ -383,7 +379,7 @@ class Demo:
         self.set_param(self.ident_params, "window", float(self.excite_span[1] - self.excite_span[0]))
         self.set_param(self.ident_params, "window_end", float(self.excite_span[1]))
         self.say("identification: refitting the excitation run ...")
-        res = self._wait(self.refit.call_async(Trigger.Request()), timeout=60.0)
+        res = self._ask(self.refit, Trigger.Request(), resend=False)
         self.say(res.message)
         if not res.success:
             raise RuntimeError(f"identification failed: {res.message}")

@@ -17,6 +17,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rcl_interfaces.srv import SetParameters
 
+from delta_core.ros.service_call import NoAnswer, answer
+
 
 def patience() -> float:
     """How much longer than on an idle machine to wait for a process: the 1-minute load
@@ -156,27 +158,31 @@ class RosClient:
                 return True
         return predicate()
 
+    def spin_within(self, seconds: float, done) -> bool:
+        """Spin for up to ``seconds`` (not stretched) until ``done()``; whether it is."""
+        deadline = time.monotonic() + seconds
+        while not done():
+            if time.monotonic() >= deadline:
+                return False
+            self.executor.spin_once(timeout_sec=0.02)
+        return True
+
     def spin_for(self, seconds: float):
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             self.executor.spin_once(timeout_sec=0.02)
 
     def call(self, client, request, timeout: float = 10.0, resend: bool = False):
-        """The answer of ``client``'s service to ``request`` within ``timeout``.
+        """The answer of ``client``'s service to ``request`` within ``timeout`` (patient).
 
-        ``resend``: a query (GetState, status, GetParameters) is sent again every 2 s (patient)
-        while unanswered. On a busy host Fast DDS drops an answer whose client it has not matched
-        yet (rmw_fastrtps waits 100 ms for it, then warns "failed to send response (timeout)"),
-        although ``wait_for_service`` has returned; a query is safe to repeat, a command is not."""
+        ``resend``: a query (GetState, status, GetParameters) is sent again every 2 s while
+        unanswered (:mod:`delta_core.ros.service_call`: a busy host's Fast DDS drops an answer
+        to a client it has not matched yet); a command is not."""
         assert client.wait_for_service(timeout_sec=patient(timeout)), f"service {client.srv_name} not available"
-        futures = [client.call_async(request)]
-        answered = lambda: any(f.done() for f in futures)            # noqa: E731
-        deadline = time.monotonic() + patient(timeout)
-        while not self.spin_until(answered, 2.0 if resend else timeout):
-            if not resend or time.monotonic() > deadline:
-                raise AssertionError(f"no answer from {client.srv_name} ({len(futures)} requests)")
-            futures.append(client.call_async(request))
-        return next(f for f in futures if f.done()).result()
+        try:
+            return answer(client, request, patient(timeout), self.spin_within, patient(2.0) if resend else None)
+        except NoAnswer as e:
+            raise AssertionError(f"no answer: {e}") from None
 
     def set_parameter(self, node_name: str, name: str, value):
         """SetParameters on another node; the rcl_interfaces SetParametersResult."""
