@@ -127,6 +127,7 @@ class ExplicitPlant(Plant):
         self.method = method
         self.payload_mass = float(model.robot.mass.payload_mass)     # kg, in the model's m_x
         self._F = None
+        self._joint_state = None                   # (X, V, model, (q, q_dot)) of the last state asked
         self.place_platform(workspace_centre(model))
 
     def set_external_force(self, F) -> None:
@@ -161,9 +162,16 @@ class ExplicitPlant(Plant):
         self._X, self._V = X, V
 
     def joint_state(self):
-        """(q, q_dot) of the actuated joints, from the platform state."""
-        q, qd, _ = joint_state(self.model, self._X, self._V)
-        return tuple(q.tolist()), tuple(qd.tolist())
+        """(q, q_dot) of the actuated joints, from the platform state (computed once per
+        state: the drives ask at the start of a step and the feedback at its end)."""
+        X, V, model = self._X, self._V, self.model
+        last = self._joint_state
+        if last is not None and last[0] is X and last[1] is V and last[2] is model:
+            return last[3]
+        q, qd, _ = joint_state(model, X, V)
+        js = (tuple(q.tolist()), tuple(qd.tolist()))
+        self._joint_state = (X, V, model, js)
+        return js
 
     def platform_position(self) -> np.ndarray:
         """The platform centre (m), shape (3,)."""
