@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import errno
+import functools
 import math
 import os
 import re
@@ -59,7 +60,7 @@ class AxisUnits:
     scaling: AxisScaling
     velocity_unit: str = "inc/s"
 
-    @property
+    @functools.cached_property
     def counts_per_velocity_unit(self) -> float:
         """Encoder increments per second in one of the drive's velocity units (:func:`velocity_unit_factor`)."""
         return velocity_unit_factor(self.velocity_unit, self.scaling.counts_per_rev)

@@ -10,6 +10,7 @@ motor's rated torque (CiA 402 objects 0x6064, 0x606C, 0x6077, 0x6071). With gear
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -34,7 +35,7 @@ class AxisScaling:
         if self.direction not in (1, -1):
             raise ValueError(f"direction must be +1 or -1, got {self.direction}")
 
-    @property
+    @functools.cached_property
     def rad_per_count(self) -> float:
         """Arm angle of one encoder increment (rad)."""
         return 2.0 * math.pi / (self.counts_per_rev * self.gear_ratio)
