@@ -67,19 +67,39 @@ DEVICE_NAME = SIMULATED_DEVICE       # 0x1008 manufacturer device name: how a ma
 
 
 class _Pdo:
-    """One PDO as mapped in a drive's object dictionary: COB-ID, transmission type, entries."""
-    __slots__ = ("slot", "cob_id", "trans_type", "entries", "size")
+    """One PDO as mapped in a drive's object dictionary: COB-ID, transmission type, entries.
+
+    ``whole``: one struct for all the entries when they follow each other with nothing between
+    them (every PDO the master maps), else None (then each entry is packed on its own);
+    ``names`` the entries' object names in order; ``fields`` (TPDOs, set by
+    :meth:`SimulatedDrive.refresh`): per entry a function giving its value and its integer
+    range."""
+    __slots__ = ("slot", "cob_id", "trans_type", "entries", "size", "whole", "names", "fields")
 
     def __init__(self, slot, cob_id, trans_type, entries, size):
         self.slot, self.cob_id, self.trans_type, self.entries, self.size = slot, cob_id, trans_type, entries, size
+        self.names = tuple(name for name, _, _ in entries)
+        self.fields = ()
+        off, fmt = 0, "<"
+        for _, o, st in entries:
+            if o != off or st.format[0] != "<":
+                fmt = None
+                break
+            fmt += st.format[1:]
+            off += st.size
+        self.whole = struct.Struct(fmt) if fmt is not None and off == size else None
+
+
+def _bounds(st: struct.Struct):
+    """The integer range of the struct ``st`` (one integer)."""
+    bits = st.size * 8
+    if st.format[-1] in "bhilq":
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
 
 
 def _clamp(value, st: struct.Struct):
-    bits = st.size * 8
-    if st.format[-1] in "bhilq":
-        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    else:
-        lo, hi = 0, (1 << bits) - 1
+    lo, hi = _bounds(st)
     return min(max(int(value), lo), hi)
 
 
@@ -170,6 +190,24 @@ class SimulatedDrive:
             return self.read_param("modes_of_operation", 0)
         return None
 
+    def _getter(self, name):
+        """A function of no argument giving :meth:`value_of` ``name`` (0 for an unnamed entry), for the TPDOs."""
+        if not name:
+            return lambda: 0
+        if name == "statusword":
+            return self.statusword
+        if name == "controlword":
+            return lambda: self.cw
+        if name in self.actual:
+            return lambda: self.actual[name]
+        if name in self.targets:
+            return lambda: self.targets[name]
+        if name == "error_code":
+            return lambda: self.error_code
+        if name == "error_register":
+            return lambda: self.error_register
+        return lambda: self.value_of(name)
+
     def _on_read(self, index, subindex, od):
         name = self.names.get((index, subindex))
         if name is None:
@@ -249,6 +287,8 @@ class SimulatedDrive:
         p["following_window"] = self.read_param("following_error_window", 0xFFFFFFFF)
         self.rpdos = self._layout(0x1400, 0x1600)
         self.tpdos = self._layout(0x1800, 0x1A00)
+        for pdo in self.tpdos:
+            pdo.fields = tuple((self._getter(name), *_bounds(st)) for name, _, st in pdo.entries)
         net = self.owner.network
         for cob in self._subscribed:
             net.unsubscribe(cob, self._on_rpdo)
@@ -302,7 +342,10 @@ class SimulatedDrive:
     def _apply_rpdo(self, pdo: _Pdo, data: bytes) -> None:
         if len(data) < pdo.size:
             return
-        values = {name: st.unpack_from(data, off)[0] for name, off, st in pdo.entries if name}
+        if pdo.whole is not None:
+            values = {name: v for name, v in zip(pdo.names, pdo.whole.unpack_from(data)) if name}
+        else:
+            values = {name: st.unpack_from(data, off)[0] for name, off, st in pdo.entries if name}
         if "controlword" in values:
             self.apply_controlword(values.pop("controlword"))
         if self.state is State.OPERATION_ENABLED:          # targets only count when enabled
@@ -319,11 +362,15 @@ class SimulatedDrive:
             tt = pdo.trans_type
             if not pdo.entries or tt > 240 or (tt > 0 and sync_count % tt):
                 continue
-            buf = bytearray(pdo.size)
-            for name, off, st in pdo.entries:
-                v = self.value_of(name) if name else 0
-                st.pack_into(buf, off, _clamp(v or 0, st))
-            self.owner.network.send_message(pdo.cob_id, bytes(buf))
+            if pdo.whole is not None:
+                data = pdo.whole.pack(*[min(max(int(get() or 0), lo), hi) for get, lo, hi in pdo.fields])
+            else:
+                buf = bytearray(pdo.size)
+                for name, off, st in pdo.entries:
+                    v = self.value_of(name) if name else 0
+                    st.pack_into(buf, off, _clamp(v or 0, st))
+                data = bytes(buf)
+            self.owner.network.send_message(pdo.cob_id, data)
 
     def detach(self):
         """Leave the bus: unsubscribe from the RPDOs and stop the heartbeat."""
@@ -539,22 +586,25 @@ class SimulatedCia402Drives:
     def _update_actual(self):
         fb = self.physics.read()
         sim = self.cfg.sim
+        vn, tn = sim["velocity_noise"], sim["torque_noise"]
+        limits = self.physics.torque_limit
         for i, d in enumerate(self.drives):
             if d is None:
                 continue
             u = d.units
-            qd = fb.velocity[i] + (sim["velocity_noise"] * self._rng.standard_normal() if sim["velocity_noise"] else 0)
-            tau = fb.torque[i] + (sim["torque_noise"] * self._rng.standard_normal() if sim["torque_noise"] else 0)
-            d.actual["position_actual"] = u.position_to_counts(fb.position[i])
-            d.actual["velocity_actual"] = u.velocity_to_units(qd)
-            rated = d.params.get("rated_torque") or int(round(u.scaling.rated_torque * 1000))
-            d.actual["torque_actual"] = int(round(u.scaling.direction * tau * 1e6
-                                                  / (u.scaling.gear_ratio * rated)))
-            lim = self.physics.torque_limit[i]
-            d.internal_limit = d.state is State.OPERATION_ENABLED and abs(fb.torque[i]) >= lim - 1e-9
-            window = d.params.get("following_window", 0xFFFFFFFF)
-            if (d.state is State.OPERATION_ENABLED and d.params.get("mode") == 8 and window != 0xFFFFFFFF
-                    and abs(d.targets["target_position"] - d.actual["position_actual"]) > window):
+            sc = u.scaling
+            qd = fb.velocity[i] + (vn * self._rng.standard_normal() if vn else 0)
+            tau = fb.torque[i] + (tn * self._rng.standard_normal() if tn else 0)
+            actual, params = d.actual, d.params
+            actual["position_actual"] = position = u.position_to_counts(fb.position[i])
+            actual["velocity_actual"] = u.velocity_to_units(qd)
+            rated = params.get("rated_torque") or int(round(sc.rated_torque * 1000))
+            actual["torque_actual"] = int(round(sc.direction * tau * 1e6 / (sc.gear_ratio * rated)))
+            enabled = d.state is State.OPERATION_ENABLED
+            d.internal_limit = enabled and abs(fb.torque[i]) >= limits[i] - 1e-9
+            window = params.get("following_window", 0xFFFFFFFF)
+            if (enabled and window != 0xFFFFFFFF and params.get("mode") == 8
+                    and abs(d.targets["target_position"] - position) > window):
                 d.following_error = True
                 d.fault(0x8611)
 
