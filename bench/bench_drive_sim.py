@@ -100,6 +100,16 @@ def run(mode: str, syncs: int, profile: bool = False, udp: bool = False):
         q0 = fb.position
         me = threading.get_native_id()
         prof = None
+        handler = [0.0]
+        if sim is not None and not profile:         # the SYNC handler alone: physics, TPDOs, latch
+            on_sync = sim._on_sync
+
+            def timed(*a):
+                t = time.thread_time()
+                on_sync(*a)
+                handler[0] += time.thread_time() - t
+            sim.network.unsubscribe(0x80, on_sync)
+            sim.network.subscribe(0x80, timed)
         if profile:
             import cProfile
             prof = cProfile.Profile(time.thread_time)
@@ -114,6 +124,7 @@ def run(mode: str, syncs: int, profile: bool = False, udp: bool = False):
         for k in range(warm + syncs):
             if k == warm:
                 c_sim, c_me, t0, n0 = sim_cpu(), thread_cpu_ns(me), time.perf_counter(), drives.stats["syncs"]
+                handler[0] = 0.0
             s = k * 1e-3
             if mode == "csp":
                 q = [q0[i] + 0.05 * math.sin(2 * math.pi * (0.5 + 0.2 * i) * s) for i in range(3)]
@@ -134,7 +145,7 @@ def run(mode: str, syncs: int, profile: bool = False, udp: bool = False):
             import pstats
             pstats.Stats(prof).sort_stats(os.environ.get("SORT", "tottime")).print_stats(int(os.environ.get("TOP", "30")))
         return {"mode": mode, "syncs": n, "sim_us": c_sim / 1e3 / n, "master_us": c_me / 1e3 / n,
-                "wall_us": wall * 1e6 / n, "digest": digest.hexdigest()[:12], "state": fb.state.value}
+                "wall_us": wall * 1e6 / n, "handler_us": handler[0] * 1e6 / n, "digest": digest.hexdigest()[:12], "state": fb.state.value}
     finally:
         drives.close()
         if sim is not None:
@@ -156,7 +167,8 @@ def main(argv=None):
     parts = []
     for mode in MODES:
         r = run(mode, a.syncs, udp=a.udp)
-        parts.append(f"{mode}: drive-sim {r['sim_us']:.0f} us/SYNC, master {r['master_us']:.0f} us/SYNC "
+        h = "" if a.udp else f" (SYNC handler {r['handler_us']:.0f})"
+        parts.append(f"{mode}: drive-sim {r['sim_us']:.0f} us/SYNC{h}, master {r['master_us']:.0f} us/SYNC "
                      f"(wall {r['wall_us']:.0f} us, {r['state']}, digest {r['digest']})")
     where = "delta-drive-sim process, udp_multicast" if a.udp else "in-process, virtual"
     print(f"bench_drive_sim ({a.syncs} SYNC @ 1 kHz, 3 drives, {where}, load {load}): " + "; ".join(parts))
