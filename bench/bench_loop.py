@@ -57,6 +57,8 @@ def client(seconds: float) -> dict:
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+    from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer
+
     rclpy.init()
     node = rclpy.create_node("bench_loop_client")
     events, js = [], {}
@@ -66,10 +68,17 @@ def client(seconds: float) -> dict:
     cmd = node.create_publisher(JointState, "/delta/joint_commands", 10)
     status = node.create_client(Trigger, "/delta_hardware/status")
 
-    def call_status():
-        fut = status.call_async(Trigger.Request())
-        rclpy.spin_until_future_complete(node, fut, timeout_sec=10)
-        return json.loads(fut.result().message) if fut.done() else {}
+    def spin_within(seconds, done):
+        deadline = time.monotonic() + seconds
+        while not done() and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.02)
+        return done()
+
+    def call_status():                               # a query: repeated while its answer is lost
+        try:
+            return json.loads(answer(status, Trigger.Request(), 10.0, spin_within, RESEND_PERIOD).message)
+        except NoAnswer:
+            return {}
 
     try:
         deadline = time.monotonic() + 180

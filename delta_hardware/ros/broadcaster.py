@@ -7,7 +7,9 @@ joint_state_broadcaster publishes from the non-real-time side: ``/joint_states``
 reliable, a deep history so that a busy subscriber catches up: identification windows and
 bags lose nothing), ``/delta/desired_state`` (``publish_desired_state``: the setpoint one period
 ahead, for a feedforward source: with ``feedforward: topic``), ``/clock`` when the
-loop owns simulated time (also repeated every :data:`CLOCK_HOLD_PERIOD` s of the steady clock
+loop owns simulated time (at ``clock_rate`` Hz of simulated time, as Gazebo's ``publish_rate``:
+every message costs each sim-time node a callback, about 0.8 ms of rclpy's CPU; the time a
+pause or stop holds is always sent, exactly; repeated every :data:`CLOCK_HOLD_PERIOD` s of the steady clock
 while simulated time stands still, as Gazebo's paused clock does: a node that joined late or
 lost a message, rclpy subscribes ``/clock`` best effort, still reads the time), the events
 (logged and on ``~/events``) and the FollowJointTrajectory path check (every cycle).
@@ -41,7 +43,7 @@ class Broadcaster:
     """Publishes the records and events of ``client`` (a :class:`~delta_hardware.loop_client.LoopClient`)
     for ``node`` (its ``event(text, warn)`` and ``action_server``) with the arm ``joint_names``."""
 
-    def __init__(self, node, client, joint_names, owns_time: bool, publish_desired: bool):
+    def __init__(self, node, client, joint_names, owns_time: bool, publish_desired: bool, clock_rate: float = 0.0):
         self.node, self.client, self.names = node, client, list(joint_names)
         self.owns_time = owns_time
         self.desired = bool(publish_desired)         # publish the desired state now (changes at run time)
@@ -54,6 +56,8 @@ class Broadcaster:
         self._lost_reported = 0
         self._lost_at = 0.0
         self._clock_sent = None
+        self._last_t = None                          # simulated time of the newest record published
+        self.clock_period = 1.0 / clock_rate if clock_rate > 0 else 0.0
         self._clock_at = time.monotonic()
         self._events = []                            # (text, level, tick) waiting for their cycle's record
         self._published_tick = 0                     # state records taken so far
@@ -113,19 +117,26 @@ class Broadcaster:
             self.node.event(f"{self.lost - self._lost_reported} joint states were not published (this node fell "
                             f"more than a ring of {self.client.block.states.n} cycles behind the loop)", warn=True)
             self._lost_reported, self._lost_at = self.lost, time.monotonic()
-        if (self.owns_time and time.monotonic() - self._clock_at >= CLOCK_HOLD_PERIOD
-                and (self.client.paused or not self.node.active())):          # time stands still
-            self._send_clock(self._clock_sent if self._clock_sent is not None else self.client.now(), again=True)
+        if self.owns_time and (self.client.paused or not self.node.active()):          # time stands still
+            if self._last_t is not None and (self._clock_sent is None or self._last_t > self._clock_sent):
+                self._send_clock(self._last_t)              # the time it stands at, between two clock_rate ticks
+            elif time.monotonic() - self._clock_at >= CLOCK_HOLD_PERIOD:
+                self._send_clock(self._clock_sent if self._clock_sent is not None else self.client.now(), again=True)
 
     def catch_up(self, timeout: float = 5.0) -> bool:
         """Wait until every record the loop has written is published (e.g. when simulated time
         was paused: a subscriber then sees the state the simulation stands in)."""
         deadline = time.monotonic() + timeout
-        while self._published_tick < int(self.client.block.header["head"]) and time.monotonic() < deadline:
+        while not self._caught_up() and time.monotonic() < deadline:
             if not self._thread.is_alive():
                 return False
             time.sleep(0.005)
-        return self._published_tick >= int(self.client.block.header["head"])
+        return self._caught_up()
+
+    def _caught_up(self) -> bool:
+        """Every record published, and (in simulated time) /clock at the newest record's time."""
+        return (self._published_tick >= int(self.client.block.header["head"])
+                and (not self.owns_time or self._last_t is None or self._clock_sent == self._last_t))
 
     def _send_events(self) -> None:
         """The events raised up to the last published record (in order with the records: an
@@ -145,7 +156,9 @@ class Broadcaster:
             return                                   # not a cycle
         t = float(rec["time"])
         if self.owns_time:
-            self._send_clock(t)
+            self._last_t = t
+            if self._clock_sent is None or t >= self._clock_sent + self.clock_period - 1e-9:
+                self._send_clock(t)
         if self.desired and int(rec["flags"]) & FLAG_PREVIEW:
             d = JointTrajectory(joint_names=self.names)
             d.header.stamp = to_time(float(rec["preview_time"]))

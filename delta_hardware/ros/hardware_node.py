@@ -231,7 +231,8 @@ class HardwareNode(LifecycleNode):
 
     # ------------------------------------------------------------------ entities
     def _create_entities(self, p):
-        self.broadcaster = Broadcaster(self, self.loop, self.joint_names, self.owns_time, p["publish_desired_state"])
+        self.broadcaster = Broadcaster(self, self.loop, self.joint_names, self.owns_time, p["publish_desired_state"],
+                                       clock_rate=p["clock_rate"])
         self.broadcaster.desired = p["publish_desired_state"] or p["feedforward"] == "topic"
         r = self.requests
         self.intake = TrajectoryIntake(lambda: self.model, r.submit_points, r.reject,

@@ -59,6 +59,8 @@ PARAMETERS = {
     "max_trajectory_duration": Param(3600.0, "s a trajectory may last"),
     "publish_desired_state": Param(False, "publish delta/desired_state (the setpoint one period ahead) every cycle, "
                                           "for a feedforward source or a monitor; always with feedforward topic"),
+    "clock_rate": Param(100.0, "Hz of simulated time at which /clock is published while the simulation runs "
+                               "(0: every control cycle); the time a pause or stop holds is always sent"),
     "thread_priority": Param(50, "SCHED_FIFO priority of the loop thread on the steady clock (0: normal)"),
     "cpu_affinity": Param(-1, "CPU the loop thread is pinned to (-1: any)"),
     "lock_memory": Param(False, "mlockall the process (recommended for real drives)"),
@@ -109,6 +111,7 @@ def _rules(p: dict):
     yield number("real_time_factor", 0.0, 1000.0)
     yield number("pause_at", 0.0)
     yield number("control_rate", CONTROL_RATE_MIN, CONTROL_RATE_MAX)
+    yield number("clock_rate", 0.0, 10_000.0)
     yield triple("kp")
     yield triple("kd")
     yield "feedforward", p["feedforward"] in FEEDFORWARD, f"must be one of {', '.join(FEEDFORWARD)}"
