@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.interpolate import CubicSpline     # imported here: ~0.3 s, not inside a callback
 
 from delta_dynamics.algorithms import (UnreachableError, cartesian_state, forward_kinematics,
                                        inverse_dynamics, inverse_kinematics, joint_state, joint_units)
@@ -113,7 +112,13 @@ def build_plan(model, now: float, current: Setpoint, start_time: float, times, p
         coeffs = _coefficients(t_all, q_all, np.vstack((current.qd, qd)), np.vstack((current.qdd, qdd)))
     elif qd is not None:
         coeffs = _coefficients(t_all, q_all, np.vstack((current.qd, qd)), None)
+    elif len(t_all) == 2:                   # one segment: the cubic from the current velocity to rest
+        coeffs = _coefficients(t_all, q_all, np.vstack((current.qd, np.zeros(3))), None)
     else:
+        # positions only: scipy's clamped cubic spline, imported on first use (about 0.7 s of CPU,
+        # once, on the thread that checks the trajectory): a node that is never sent such a
+        # trajectory (MoveIt's carry velocities) does not pay for it at every start.
+        from scipy.interpolate import CubicSpline
         cs = CubicSpline(t_all, q_all, axis=0, bc_type=((1, current.qd), (1, np.zeros(3))))
         coeffs = _from_scipy(cs)
     plan = JointPlan(start_time, t_all, coeffs)

@@ -23,6 +23,7 @@ def robot():
                           joints=CARRIAGES)
     try:
         client.spin_until(lambda: probe.js is not None, 60)
+        probe.wait_sim(1.0)            # the carriages settle under the hold (0.16 mm in the first 0.25 s)
         yield probe
     finally:
         client.close()
