@@ -113,3 +113,33 @@ def test_a_signal_during_a_finalizer_raises_nothing_there():
         handler(signal.SIGTERM, sys._getframe())
     handler(signal.SIGINT, sys._getframe())      # the second signal: ignored
     assert handler.stopping
+
+
+def test_a_signal_while_rclpy_builds_a_task_leaves_it_whole(monkeypatch):
+    """A signal that lands while the executor constructs a Task must not raise there: the
+    half-built Task's ``__del__`` printed "'Task' object has no attribute '_exception'" with a
+    traceback at a loaded stop. The whole Task is built, and no exception is printed."""
+    import sys
+
+    from rclpy.task import Future, Task
+
+    from delta_core.ros.node_util import _StopOnce
+    handler = _StopOnce()
+    raised = []
+    set_executor = Future._set_executor
+
+    def interrupted(self, executor):              # called from Future.__init__, in rclpy/task.py
+        try:
+            handler(signal.SIGINT, sys._getframe())
+        except KeyboardInterrupt:
+            raised.append("in Task.__init__")
+            raise AssertionError("the signal raised KeyboardInterrupt inside rclpy's Task.__init__") from None
+        set_executor(self, executor)
+
+    monkeypatch.setattr(Future, "_set_executor", interrupted)
+    task = Task(lambda: None)
+    assert raised == [] and not handler.stopping
+    assert task._exception is None and not task.done()
+    monkeypatch.setattr(Future, "_set_executor", set_executor)
+    with pytest.raises(KeyboardInterrupt):       # elsewhere the signal still ends the spin
+        handler(signal.SIGINT, sys._getframe())

@@ -86,10 +86,17 @@ class DropLog:
         self._logger.warning(text + more)
 
 
-def _in_finalizer(frame) -> bool:
-    """Whether ``frame`` (where a signal interrupted the main thread) runs inside a ``__del__``."""
+_RCLPY_DIR = os.sep + "rclpy" + os.sep
+
+
+def _no_raise_here(frame) -> bool:
+    """Whether ``frame`` (where a signal interrupted the main thread) is inside a ``__del__``
+    (Python would only print the exception as "ignored") or inside the constructor of an rclpy
+    object (a Task half-built by the executor: its ``__del__`` later fails with "'Task' object
+    has no attribute '_exception'", printed as an ignored exception with a traceback)."""
     while frame is not None:
-        if frame.f_code.co_name == "__del__":
+        code = frame.f_code
+        if code.co_name == "__del__" or (code.co_name == "__init__" and _RCLPY_DIR in code.co_filename):
             return True
         frame = frame.f_back
     return False
@@ -105,9 +112,10 @@ class _StopOnce:
     :meth:`release` raises it once the node exists.
 
     A signal that arrives while a finalizer runs (``__del__``, e.g. rclpy's ``Future.__del__``
-    called by the garbage collector) raises nothing: Python would only print the exception as
-    "ignored" and the spin would not see it. rclpy's own handler has already shut the context
-    down, which wakes the executor and ends the spin just the same."""
+    called by the garbage collector) or while rclpy builds an object (the executor making a
+    Task) raises nothing: Python would only print the exception as "ignored", or leave a
+    half-built object whose finalizer fails, and the spin would not see it. rclpy's own handler
+    has already shut the context down, which wakes the executor and ends the spin just the same."""
 
     def __init__(self):
         self.stopping = False
@@ -117,7 +125,7 @@ class _StopOnce:
     def __call__(self, signum, frame):
         if self.deferred:
             self.pending = True
-        elif not self.stopping and not _in_finalizer(frame):
+        elif not self.stopping and not _no_raise_here(frame):
             self.stopping = True
             raise KeyboardInterrupt
 
