@@ -188,7 +188,7 @@ class RosClient:
         """SetParameters on another node; the rcl_interfaces SetParametersResult."""
         client = self.node.create_client(SetParameters, f"/{node_name}/set_parameters")
         request = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
-        result = self.call(client, request).results[0]
+        result = self.call(client, request, resend=True).results[0]     # setting a value twice is setting it
         self.node.destroy_client(client)
         return result
 

@@ -269,6 +269,8 @@ def test_a_paused_host_pauses_the_simulation_and_the_trajectory_resumes_where_it
     stamps = []
     robot.c.node.create_subscription(JointState, "/joint_states",
                                      lambda m: stamps.append(m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec), 5000)
+    # matched before the motion (a loaded host matches a new subscription late: 489 stamps, not 900)
+    assert robot.c.spin_until(lambda: stamps and clocks, 30)
     goal = (robot.q + [0.3, -0.2, 0.1]).tolist()
     n0 = robot.send(ARMS, [(1.5, goal)])
     robot.event_after(n0, "accepted")
