@@ -42,6 +42,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from delta_core.robot_file import load_robot, save_robot
 from delta_core.ros.node_util import DEFAULT_ROBOT
+from delta_core.ros.rclpy_adapter import share_time
 from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer
 from delta_dynamics.algorithms import (forward_kinematics, inverse_kinematics, joint_state, parameter_names,
                                        workspace_centre)
@@ -161,9 +162,10 @@ def demo_excitation(model):
 
 class Demo:
     """The demo session (module docstring): a node ``delta_demo`` that drives the stack's hardware and
-    identification nodes over ROS and records the joint states."""
+    identification nodes over ROS and records the joint states. ``time_owner``: a node of this
+    process whose clock the demo's node shares (one ``/clock`` subscription per process)."""
 
-    def __init__(self, args, excitation):
+    def __init__(self, args, excitation, time_owner=None):
         import rclpy
         self.args = args
         self.excite = excitation
@@ -174,7 +176,11 @@ class Demo:
         # joint names with the stack's prefix; every name below is relative to the stack's
         # namespace (delta-bringup --namespace), which this process's node shares
         self.names = [(args.prefix or "") + n for n in self.model.joint_names]
-        self.node = rclpy.create_node("delta_demo")
+        if time_owner is None:
+            self.node = rclpy.create_node("delta_demo")
+        else:       # the time of time_owner, a node of this process: one /clock subscription per process
+            self.node = rclpy.create_node("delta_demo", parameter_overrides=[Parameter("use_sim_time", value=False)])
+            share_time(time_owner, self.node.get_clock())
         self.js = np.zeros((2_000_000, 7))             # t, q(3), effort(3): numpy rows, no GC load
         self.n_js = 0
         self.events = []
