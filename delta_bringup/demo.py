@@ -43,7 +43,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from delta_core.robot_file import load_robot, save_robot
 from delta_core.ros.node_util import DEFAULT_ROBOT
 from delta_core.ros.rclpy_adapter import share_time
-from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer
+from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer, waiting_by
 from delta_dynamics.algorithms import (forward_kinematics, inverse_kinematics, joint_state, parameter_names,
                                        workspace_centre)
 from delta_dynamics.identification.excitation import design_excitation as design
@@ -53,14 +53,8 @@ from delta_dynamics.motion.trajectories import pick_place
 from delta_hardware.ros.messages import to_duration, to_time
 
 
-def _sleep_until(seconds: float, done) -> bool:
-    """Sleep in 10 ms steps for up to ``seconds`` until ``done()``; whether it is."""
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-    return True
+#: sleep in 10 ms steps (the bringup's thread spins the demo's node) for up to ``seconds`` until ``done()``
+_sleep_until = waiting_by(lambda: time.sleep(0.01))
 
 
 def _with(obj, **changes):
