@@ -151,7 +151,7 @@ class RotaryModel(KindModel):
 
     __slots__ = ("R", "r", "l", "lk", "l2", "lk2", "dr", "cphi", "sphi", "r_k", "m_x", "m_k",
                  "inertia", "moment", "chains", "arms", "arm_l", "arm_l2", "arm_lk", "arm_lk2", "arm_dr",
-                 "arm_offset")
+                 "arm_r", "arm_offset")
 
     def __init__(self, robot: RobotParameters, params: RotaryParameters | None = None):
         self.require_kind(robot)
@@ -187,6 +187,7 @@ class RotaryModel(KindModel):
         s(self, "arm_lk", tuple(a["forearm_length"] for a in per))
         s(self, "arm_lk2", tuple(a["forearm_length"] ** 2 for a in per))
         s(self, "arm_dr", tuple(a["platform_radius"] - a["base_radius"] for a in per))
+        s(self, "arm_r", tuple(a["platform_radius"] for a in per))
         s(self, "arm_offset", tuple(a["joint_offset"] for a in per))
 
     def __repr__(self) -> str:
