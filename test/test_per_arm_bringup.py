@@ -2,7 +2,7 @@
 stack in its own process, driven over DDS; the sim bus simulates a perturbed "true" robot
 (``true_robot``) whose geometry the calibrated file holds. A Cartesian goal ends with the
 joints at the calibrated file's inverse kinematics of the goal, and the full joint state
-(the URDF's passive joints) puts the platform at the goal."""
+(the URDF's passive joints) closes every chain of the calibrated file's URDF there."""
 import numpy as np
 import pytest
 from builtin_interfaces.msg import Duration
@@ -15,6 +15,8 @@ from ros_helpers import TOLERATE_PAUSES, NodeProcess, RosClient
 from test_per_arm_dynamics import PERTURBED, with_per_arm
 
 from delta_core.robot_file import save_robot
+from delta_description.urdf_model import KinematicTree
+from delta_description.xacro_urdf import robot_description
 from delta_dynamics import algorithms as A
 from delta_dynamics.kinds import model_for
 
@@ -54,8 +56,19 @@ def test_bringup_runs_a_calibrated_robot(tmp_path):
         assert np.abs(A.inverse_kinematics(m0, goal) - A.inverse_kinematics(m, goal)).max() > 5e-3
         np.testing.assert_allclose(A.forward_kinematics(m, q), goal, atol=2e-3)
         full = dict(zip(got["full"].name, got["full"].position))
-        np.testing.assert_allclose([full["platform_x"], full["platform_y"], full["platform_z"]],
-                                   A.forward_kinematics(m, q), atol=1e-6)
+        X = A.forward_kinematics(m, q)
+        np.testing.assert_allclose([full["platform_x"], full["platform_y"], full["platform_z"]], X, atol=1e-6)
+        # with the calibrated file's URDF, the published passive joints close every chain: each
+        # bar's far end on its platform ball joint (what robot_state_publisher draws)
+        P = KinematicTree(robot_description(str(path))).link_poses(full)
+        g = robot.geometry
+        for k, arm in enumerate(g.per_arm):
+            phi = np.radians(g.chain_angles_deg[k])
+            u, t = np.array([np.cos(phi), np.sin(phi), 0.0]), np.array([-np.sin(phi), np.cos(phi), 0.0])
+            for side, sign in (("a", 1), ("b", -1)):
+                end = P[f"forearm_{k + 1}{side}_link"] @ [arm["forearm_length"], 0, 0, 1]
+                np.testing.assert_allclose(end[:3], X + arm["platform_radius"] * u + sign * 0.5 * g.forearm_spacing * t,
+                                           atol=1e-9)
     finally:
         client.close()
         code = stack.stop(timeout=15)
