@@ -27,8 +27,8 @@ the controller's model stays as it was.
 
 The explicit plant serves either kind of Delta (through :mod:`delta_dynamics.algorithms`);
 the multibody and MuJoCo plants model rotary Deltas only and refuse a linear robot file. The
-explicit plant honours per-arm geometry (``geometry.per_arm``, a calibrated robot); the
-multibody and MuJoCo plants, built for three identical chains, refuse it.
+explicit and MuJoCo plants honour per-arm geometry (``geometry.per_arm``, a calibrated robot);
+the multibody plant, built for three identical chains, refuses it.
 """
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ class ExplicitPlant(Plant):
 PLANTS = Registry("plant")
 PLANTS.register("explicit", "delta_dynamics.plant:explicit_plant", kinds=("rotary", "linear"), per_arm=True)
 PLANTS.register("multibody", "delta_dynamics.reference.multibody.plant:MultibodyPlant", kinds=("rotary",))
-PLANTS.register("mujoco", "delta_dynamics.reference.mujoco_model.plant:MujocoPlant", kinds=("rotary",))
+PLANTS.register("mujoco", "delta_dynamics.reference.mujoco_model.plant:MujocoPlant", kinds=("rotary",), per_arm=True)
 
 
 def explicit_plant(robot) -> ExplicitPlant:

@@ -286,3 +286,30 @@ def test_identification_with_per_arm_geometry():
     with pytest.raises(IdentificationError, match="assumes three identical arms .* has geometry.per_arm"):
         kim.regressor(m, q, qd, qdd)
     kim.regressor(model_for("nt_robot"), q[:2], qd[:2], qdd[:2])     # the symmetric robot keeps it
+
+
+def test_mujoco_closed_chain_of_the_per_arm_robot_agrees():
+    """An independent model of different structure: MuJoCo's closed chain built from the per-arm
+    robot file (rigid bars of each arm's own length on universal joints, Lagrange multipliers)
+    assembles where the per-arm kinematics puts it and needs the explicit per-arm model's
+    torques to within the bars' axial inertia (as for the symmetric robot,
+    test_mujoco_model.py), while the symmetric model misses by far more."""
+    mujoco = pytest.importorskip("mujoco", reason="the MuJoCo model needs the mujoco package")
+    from delta_dynamics.reference.mujoco_model.inverse import MujocoInverseDynamics
+    from delta_dynamics.reference.mujoco_model.plant import ClosedChain
+    robot = with_per_arm("rotary", PERTURBED["rotary"])
+    m, m0 = model_for(robot), model_for("nt_robot")
+    chain = ClosedChain(robot)
+    d = mujoco.MjData(chain.model)
+    X = A.sample_workspace(m, 30, seed=5, min_measure=0.1)
+    for x in X[:10]:
+        d.qpos[:] = chain.qpos(A.inverse_kinematics(m, x), x)
+        mujoco.mj_forward(chain.model, d)
+        assert chain.closure_error(d) < 1e-12
+    rng = np.random.default_rng(5)
+    V, Acc = rng.normal(0, 0.5, X.shape), rng.normal(0, 5, X.shape)
+    tau_mj = MujocoInverseDynamics(robot).torques(X, V, Acc)
+    tau = A.inverse_dynamics(m, X, V, Acc)
+    assert np.abs(tau).max() > 20.0
+    np.testing.assert_allclose(tau_mj, tau, atol=1e-3)
+    assert np.abs(A.inverse_dynamics(m0, X, V, Acc) - tau_mj).max() > 0.1
