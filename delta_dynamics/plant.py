@@ -26,9 +26,9 @@ until changed, zero removes it), :meth:`Plant.set_payload` changes the simulated
 the controller's model stays as it was.
 
 The explicit plant serves either kind of Delta (through :mod:`delta_dynamics.algorithms`);
-the multibody and MuJoCo plants model rotary Deltas only and refuse a linear robot file. The
-explicit and MuJoCo plants honour per-arm geometry (``geometry.per_arm``, a calibrated robot);
-the multibody plant, built for three identical chains, refuses it.
+the multibody and MuJoCo plants model rotary Deltas only and refuse a linear robot file. All three
+honour per-arm geometry (``geometry.per_arm``, a calibrated robot); a plant plug-in registered
+without ``per_arm`` refuses such a file.
 """
 from __future__ import annotations
 
@@ -192,7 +192,8 @@ class ExplicitPlant(Plant):
 #: honours ``geometry.per_arm`` (a calibrated robot); the others refuse such a file.
 PLANTS = Registry("plant")
 PLANTS.register("explicit", "delta_dynamics.plant:explicit_plant", kinds=("rotary", "linear"), per_arm=True)
-PLANTS.register("multibody", "delta_dynamics.reference.multibody.plant:MultibodyPlant", kinds=("rotary",))
+PLANTS.register("multibody", "delta_dynamics.reference.multibody.plant:MultibodyPlant", kinds=("rotary",),
+                per_arm=True)
 PLANTS.register("mujoco", "delta_dynamics.reference.mujoco_model.plant:MujocoPlant", kinds=("rotary",), per_arm=True)
 
 

@@ -1,5 +1,5 @@
 """A calibrated robot (``geometry.per_arm``) drives the stack below ROS: the explicit plant
-and the MuJoCo plant simulate its own geometry, the multibody plant (identical chains) refuses it, and the control
+and the reference plants (MuJoCo, multibody) simulate its own geometry, and the control
 loop with the simulated drives of a perturbed "true" robot (the sim bus's ``true_robot``) puts
 the tool point where it is told only when the controller uses the calibrated file, written by
 ``delta-calibrate`` from simulated laser-tracker data (measured here, load 8: rotary 2.8 mm ->
@@ -45,33 +45,44 @@ def test_explicit_plant_simulates_the_per_arm_robot(kind):
     assert drift["symmetric"] > 1e-4, drift
 
 
-def test_mujoco_plant_simulates_the_per_arm_robot():
-    """MuJoCo's closed chain of the per-arm robot, held by the explicit per-arm model's gravity
-    torques, stays put (1e-9 m over 0.2 s); the symmetric model's let it drift (2e-4 m)."""
-    pytest.importorskip("mujoco", reason="the MuJoCo plant needs the mujoco package")
-    from delta_dynamics.reference.mujoco_model.plant import MujocoPlant
+@pytest.mark.parametrize("plant", ["mujoco", "multibody"])
+def test_reference_plants_simulate_the_per_arm_robot(plant):
+    """MuJoCo's and the multibody model's closed chains of the per-arm robot, held by the
+    explicit per-arm model's gravity torques, stay put; the symmetric model's let them drift."""
+    if plant == "mujoco":
+        pytest.importorskip("mujoco", reason="the MuJoCo plant needs the mujoco package")
+        from delta_dynamics.reference.mujoco_model.plant import MujocoPlant as cls
+    else:
+        from delta_dynamics.reference.multibody.plant import MultibodyPlant as cls
     robot = with_per_arm("rotary", PERTURBED["rotary"])
     m, m0 = model_for(robot), model_for("nt_robot")
     X0 = A.workspace_centre(m0) + np.array([0.02, -0.01, 0.0])
+    make_plant(plant, robot)                             # the registry lets a per-arm robot through
     drift = {}
-    make_plant("mujoco", robot)                          # the registry lets a per-arm robot through
     for name, ctl in (("per_arm", m), ("symmetric", m0)):
-        plant = MujocoPlant(robot, friction=False)      # friction would hold a small error still
-        plant.place_platform(X0)
-        np.testing.assert_allclose(plant.joint_state()[0], A.inverse_kinematics(m, X0), atol=1e-9)
+        p = cls(robot, friction=False)                   # friction would hold a small error still
+        p.place_platform(X0)
+        np.testing.assert_allclose(p.joint_state()[0], A.inverse_kinematics(m, X0), atol=1e-9)
         tau = A.inverse_dynamics(ctl, X0, np.zeros(3), np.zeros(3), friction=False)
         for _ in range(200):
-            plant.step(tau, 1e-3)
-        drift[name] = float(np.linalg.norm(plant.platform_position() - X0))
+            p.step(tau, 1e-3)
+        drift[name] = float(np.linalg.norm(p.platform_position() - X0))
     assert drift["per_arm"] < 1e-6, drift
     assert drift["symmetric"] > 1e-4, drift
 
 
-def test_the_multibody_plant_refuses_a_per_arm_robot():
+def test_a_plant_of_identical_chains_refuses_a_per_arm_robot(monkeypatch):
+    """A plant registered without ``per_arm`` (a plug-in built for identical chains) is refused
+    a calibrated robot by name, in one line."""
+    import delta_dynamics.plant as plant_module
+    reg = plant_module.PLANTS.copy()
+    reg.register("symmetric_only", "delta_dynamics.plant:explicit_plant", kinds=("rotary",))
+    monkeypatch.setattr(plant_module, "PLANTS", reg)
     robot = with_per_arm("rotary", PERTURBED["rotary"])
-    with pytest.raises(ValueError, match="plant multibody models three identical chains; robot .* has "
-                                         "geometry.per_arm .*: use plant explicit or mujoco"):
-        make_plant("multibody", robot)
+    with pytest.raises(ValueError, match="plant symmetric_only models three identical chains; robot .* has "
+                                         "geometry.per_arm .*: use plant explicit or multibody or mujoco"):
+        make_plant("symmetric_only", robot)
+    assert make_plant("symmetric_only", load_robot("nt_robot")) is not None
 
 
 def _tool_offset(robot):
