@@ -342,3 +342,10 @@ def test_multibody_model_of_the_per_arm_robot_agrees():
         worst0 = max(worst0, float(np.abs(a - A.forward_dynamics(m0, X[k], V[k], tau)).max() / np.abs(ref).max()))
     assert worst < 2e-5, worst
     assert worst0 > 1e-3, worst0
+
+
+def test_staicu_model_refuses_a_per_arm_robot():
+    from delta_dynamics.reference.staicu import StaicuModel
+    with pytest.raises(ValueError, match="Staicu's recursive model has three identical chains but this robot "
+                                         "file has geometry.per_arm .*: use the explicit, multibody or MuJoCo"):
+        StaicuModel(with_per_arm("rotary", PERTURBED["rotary"]))
