@@ -19,6 +19,9 @@
   A_i = R u_i + q_i e_z) and each bar's (rod's) far end (x = its length in its frame) on its
   platform joint X + r u_i +- (spacing/2) t_i, within ``tol``; the passive values lie inside
   their URDF limits;
+* per-arm geometry (``geometry.per_arm``, a calibrated robot): each chain's own radius, lengths
+  and joint offset (the upper arm turned by o_i at q = 0; the carriage raised by o_i), so the
+  closed chain closes with the per-arm kinematics;
 * the ``<ros2_control>`` block, if any: one joint entry per actuated joint with position,
   velocity and effort state interfaces and a known plugin.
 """
@@ -78,20 +81,27 @@ class _Kind:
     def __init__(self, robot: RobotParameters):
         g, mp = robot.geometry, robot.mass
         self.linear = robot.type == "linear"
+        arms = [g.arm(k) for k in range(3)]        # each chain's own geometry (geometry.per_arm)
+        self.offset = [a["joint_offset"] for a in arms]
         if self.linear:
-            self.angles, self.radius = g.rail_angles_deg, g.rail_radius
-            self.spacing, self.length, self.length_field = g.rod_spacing, g.rod_length, "rod_length"
+            self.angles, self.radius = g.rail_angles_deg, [a["rail_radius"] for a in arms]
+            self.spacing, self.length_field = g.rod_spacing, "rod_length"
+            self.length = [a["rod_length"] for a in arms]
+            self.platform_radius = [g.platform_radius] * 3
             self.actuated_type, self.actuated_axis = "prismatic", (0, 0, 1)
             self.mount = "carriage_{i}_link"                      # the frame at the actuated joint
             self.link = "rod_{i}{s}_link"
-            self.bend_origin = lambda sign: [0.0, sign * 0.5 * g.rod_spacing, 0.0]
+            self.bend_origin = lambda k, sign: [0.0, sign * 0.5 * g.rod_spacing, 0.0]
         else:
-            self.angles, self.radius = g.chain_angles_deg, g.base_radius
-            self.spacing, self.length, self.length_field = g.forearm_spacing, g.forearm_length, "forearm_length"
+            self.angles, self.radius = g.chain_angles_deg, [a["base_radius"] for a in arms]
+            self.spacing, self.length_field = g.forearm_spacing, "forearm_length"
+            self.length = [a["forearm_length"] for a in arms]
+            self.upper = [a["upper_arm_length"] for a in arms]
+            self.platform_radius = [a["platform_radius"] for a in arms]
             self.actuated_type, self.actuated_axis = "revolute", (0, 1, 0)
             self.mount = "upper_arm_{i}_link"
             self.link = "forearm_{i}{s}_link"
-            self.bend_origin = lambda sign: [g.upper_arm_length, sign * 0.5 * g.forearm_spacing, 0.0]
+            self.bend_origin = lambda k, sign: [self.upper[k], sign * 0.5 * g.forearm_spacing, 0.0]
         want = {}
         for i in (1, 2, 3):
             if self.linear:
@@ -101,10 +111,10 @@ class _Kind:
                                                mp.upper_arm.inertia)
             for s in BAR_SIDES:
                 if self.linear:
-                    want[self.link.format(i=i, s=s)] = (mp.rod.mass, (0.5 * g.rod_length, 0, 0), mp.rod.inertia)
+                    want[self.link.format(i=i, s=s)] = (mp.rod.mass, (0.5 * self.length[i - 1], 0, 0), mp.rod.inertia)
                 else:
                     want[self.link.format(i=i, s=s)] = (0.5 * mp.forearm.mass,
-                                                        (mp.forearm.com_ratio * g.forearm_length, 0, 0),
+                                                        (mp.forearm.com_ratio * self.length[i - 1], 0, 0),
                                                         0.5 * mp.forearm.inertia)
         want["platform_link"] = (mp.platform_mass + mp.payload_mass, (0.0, 0, 0), None)
         self.masses = want
@@ -113,9 +123,21 @@ class _Kind:
         """Where chain k's passive links start: the elbow C_k or the carriage joint A_k."""
         return passive_origins(model, q)[k]
 
-    def joint_point_local(self, model):
-        """That point in the mount frame (the upper arm's end, or the carriage frame's origin)."""
-        return [0.0, 0.0, 0.0, 1.0] if self.linear else [model.l, 0.0, 0.0, 1.0]
+    def joint_point_local(self, k):
+        """That point in chain k's mount frame (the upper arm's end, or the carriage frame's origin)."""
+        return [0.0, 0.0, 0.0, 1.0] if self.linear else [self.upper[k], 0.0, 0.0, 1.0]
+
+    def mount_pose(self, k):
+        """Chain k's mount frame at joint position 0: at R_k u_k turned by phi_k about z; the joint
+        offset o_k turns the upper arm by o_k about its axis (rotary) or raises the carriage by o_k."""
+        phi = math.radians(self.angles[k])
+        p = np.array([self.radius[k] * math.cos(phi), self.radius[k] * math.sin(phi), 0.0])
+        rot = rpy_matrix((0, 0, phi))
+        if self.linear:
+            p[2] = self.offset[k]
+        else:
+            rot = rot @ rpy_matrix((0, self.offset[k], 0))
+        return p, rot
 
 
 def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, tol: float = 1e-6,
@@ -177,24 +199,23 @@ def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, 
     zero = dict.fromkeys(have, 0.0)
     poses0 = tree.link_poses(zero)
     for k in range(3):
-        phi = math.radians(kd.angles[k])
         mount = kd.mount.format(i=k + 1)
         pose = poses0[mount]
-        want_p = np.array([kd.radius * math.cos(phi), kd.radius * math.sin(phi), 0.0])
-        if not np.allclose(pose[:3, 3], want_p, atol=1e-9) or \
-                not np.allclose(pose[:3, :3], rpy_matrix((0, 0, phi)), atol=1e-9):
-            bad(f"{mount} at q = 0 is not at R u_i rotated by phi_i = {kd.angles[k]} deg")
+        want_p, want_r = kd.mount_pose(k)
+        if not np.allclose(pose[:3, 3], want_p, atol=1e-9) or not np.allclose(pose[:3, :3], want_r, atol=1e-9):
+            bad(f"{mount} at q = 0 is not at R u_i rotated by phi_i = {kd.angles[k]} deg"
+                + (f" with joint offset {kd.offset[k]:g}" if kd.offset[k] else ""))
         for s, sign in zip(BAR_SIDES, (1, -1)):
             bend = tree.joints[link_joint_names(robot, k + 1, s)[0]]
-            want = kd.bend_origin(sign)
+            want = kd.bend_origin(k, sign)
             if not np.allclose(bend.origin[:3, 3], want, atol=1e-9):
                 bad(f"joint {bend.name}: origin {bend.origin[:3, 3].tolist()}, expected {want}")
             link = u.link_map[kd.link.format(i=k + 1, s=s)]
             cyl = [v for v in link.visuals if type(v.geometry).__name__ == "Cylinder"]
-            if not cyl or not _close(cyl[0].geometry.length, kd.length):
+            if not cyl or not _close(cyl[0].geometry.length, kd.length[k]):
                 what = "bar" if not kd.linear else "rod"
                 bad(f"link {link.name}: {what} length {cyl[0].geometry.length if cyl else None}, "
-                    f"robot file {kd.length_field} {kd.length}")
+                    f"robot file {kd.length_field} {kd.length[k]}")
     if kd.linear:
         tool = tree.joints.get("tool0_joint")
         if tool is None or not np.allclose(tool.origin[:3, 3], [0, 0, -geo.tool_offset], atol=1e-9):
@@ -250,11 +271,11 @@ def check_description(robot: RobotParameters, urdf_xml: str, samples: int = 20, 
             phi = math.radians(kd.angles[k])
             uk = np.array([math.cos(phi), math.sin(phi), 0.0])
             tk = np.array([-math.sin(phi), math.cos(phi), 0.0])
-            start = P[kd.mount.format(i=k + 1)] @ kd.joint_point_local(model)
+            start = P[kd.mount.format(i=k + 1)] @ kd.joint_point_local(k)
             errs.append(np.abs(start[:3] - kd.joint_point(model, q, k)).max())
             for s, sign in zip(BAR_SIDES, (1, -1)):
-                end = P[kd.link.format(i=k + 1, s=s)] @ [kd.length, 0, 0, 1]
-                target = X_fk + geo.platform_radius * uk + sign * 0.5 * kd.spacing * tk
+                end = P[kd.link.format(i=k + 1, s=s)] @ [kd.length[k], 0, 0, 1]
+                target = X_fk + kd.platform_radius[k] * uk + sign * 0.5 * kd.spacing * tk
                 errs.append(np.abs(end[:3] - target).max())
         worst = max(worst, *errs)
     rep.max_error = float(worst)

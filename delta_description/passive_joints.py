@@ -108,7 +108,9 @@ def _chain_frame(m, i):
 
 
 def forearm_angles(m, q, X, qd=None, Xd=None):
-    """(bend, tilt) per chain, shape (3, 2), and their rates (or None) for arm angles q and platform X."""
+    """(bend, tilt) per chain, shape (3, 2), and their rates (or None) for joint positions q and
+    platform X; with per-arm geometry the arm frame turns by the arm angle q_i + o_i and the
+    platform joint sits at arm i's own r_i (``m.arm_offset``, ``m.arm_r``)."""
     q = np.asarray(q, dtype=float)
     X = np.asarray(X, dtype=float)
     C = passive_origins(m, q)
@@ -116,16 +118,17 @@ def forearm_angles(m, q, X, qd=None, Xd=None):
     rate = None if qd is None else np.empty((3, 2))
     for i in range(3):
         u, t = _chain_frame(m, i)
-        U = X + m.r * u - C[i]
+        U = X + m.arm_r[i] * u - C[i]
         nU = float(np.linalg.norm(U))
         f = np.array([u @ U, t @ U, U[2]]) / nU            # chain frame
-        cq, sq = math.cos(q[i]), math.sin(q[i])
+        th = q[i] + m.arm_offset[i]                         # the arm angle
+        cq, sq = math.cos(th), math.sin(th)
         ax, ay, az = cq * f[0] - sq * f[2], f[1], sq * f[0] + cq * f[2]   # R_y(q)^T f
         h2 = ax * ax + az * az
         h = math.sqrt(h2)
         ang[i] = (math.atan2(-az, ax), math.atan2(ay, h))
         if rate is not None:
-            T = -m.l * (sq * u + cq * np.array([0.0, 0.0, 1.0]))
+            T = -m.arm_l[i] * (sq * u + cq * np.array([0.0, 0.0, 1.0]))
             Ud = np.asarray(Xd) - T * qd[i]
             fd = np.array([u @ Ud, t @ Ud, Ud[2]]) / nU
             adx = cq * fd[0] - sq * fd[2] - qd[i] * az
@@ -137,14 +140,16 @@ def forearm_angles(m, q, X, qd=None, Xd=None):
 
 
 def platform_velocity(m, q, X, qd) -> np.ndarray:
-    """X_dot solving q_dot = J X_dot, J_i = U_i^T / (U_i^T T_i) evaluated at the actual arm angles."""
+    """X_dot solving q_dot = J X_dot, J_i = U_i^T / (U_i^T T_i) evaluated at the actual arm angles
+    (arm i's own geometry)."""
     q = np.asarray(q, dtype=float)
     C = passive_origins(m, q)
     rows = []
     for i in range(3):
         u, _ = _chain_frame(m, i)
-        U = np.asarray(X) + m.r * u - C[i]
-        T = -m.l * (math.sin(q[i]) * u + math.cos(q[i]) * np.array([0.0, 0.0, 1.0]))
+        U = np.asarray(X) + m.arm_r[i] * u - C[i]
+        th = q[i] + m.arm_offset[i]
+        T = -m.arm_l[i] * (math.sin(th) * u + math.cos(th) * np.array([0.0, 0.0, 1.0]))
         rows.append(U / float(U @ T))
     J = np.array(rows)
     try:
@@ -175,12 +180,13 @@ def rod_angles(m, q, X, qd=None, Xd=None):
     rate = None if qd is None else np.empty((3, 2))
     for i in range(3):
         u, t = _chain_frame(m, i)
-        d = np.asarray(X, dtype=float) - (m.R - m.r) * u - np.array([0.0, 0.0, q[i]])
-        f = np.array([u @ d, t @ d, d[2]]) / m.l
+        # rail i's own c_i = (R_i - r) u_i, carriage height q_i + o_i and rod length l_i
+        d = np.asarray(X, dtype=float) - np.array([m.cx[i], m.cy[i], 0.0]) - np.array([0.0, 0.0, q[i] + m.arm_offset[i]])
+        f = np.array([u @ d, t @ d, d[2]]) / m.arm_l[i]
         fd = None
         if qd is not None:
             dd = np.asarray(Xd, dtype=float) - np.array([0.0, 0.0, qd[i]])
-            fd = np.array([u @ dd, t @ dd, dd[2]]) / m.l
+            fd = np.array([u @ dd, t @ dd, dd[2]]) / m.arm_l[i]
         a, r = _direction_angles(f, fd)
         ang[i] = a
         if rate is not None:

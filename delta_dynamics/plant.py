@@ -26,7 +26,9 @@ until changed, zero removes it), :meth:`Plant.set_payload` changes the simulated
 the controller's model stays as it was.
 
 The explicit plant serves either kind of Delta (through :mod:`delta_dynamics.algorithms`);
-the multibody and MuJoCo plants model rotary Deltas only and refuse a linear robot file.
+the multibody and MuJoCo plants model rotary Deltas only and refuse a linear robot file. All three
+honour per-arm geometry (``geometry.per_arm``, a calibrated robot); a plant plug-in registered
+without ``per_arm`` refuses such a file.
 """
 from __future__ import annotations
 
@@ -186,11 +188,13 @@ class ExplicitPlant(Plant):
 #: factory ``f(robot) -> Plant`` of a loaded robot file, imported when chosen (MuJoCo is an
 #: optional dependency), and the robot kinds (``type``) it models. ``explicit`` is the
 #: controller's own model, the fastest; ``multibody`` (Elshami et al.'s multibody model) and
-#: ``mujoco`` differ from it in structure (:mod:`delta_dynamics.reference`).
+#: ``mujoco`` differ from it in structure (:mod:`delta_dynamics.reference`). ``per_arm``: the plant
+#: honours ``geometry.per_arm`` (a calibrated robot); the others refuse such a file.
 PLANTS = Registry("plant")
-PLANTS.register("explicit", "delta_dynamics.plant:explicit_plant", kinds=("rotary", "linear"))
-PLANTS.register("multibody", "delta_dynamics.reference.multibody.plant:MultibodyPlant", kinds=("rotary",))
-PLANTS.register("mujoco", "delta_dynamics.reference.mujoco_model.plant:MujocoPlant", kinds=("rotary",))
+PLANTS.register("explicit", "delta_dynamics.plant:explicit_plant", kinds=("rotary", "linear"), per_arm=True)
+PLANTS.register("multibody", "delta_dynamics.reference.multibody.plant:MultibodyPlant", kinds=("rotary",),
+                per_arm=True)
+PLANTS.register("mujoco", "delta_dynamics.reference.mujoco_model.plant:MujocoPlant", kinds=("rotary",), per_arm=True)
 
 
 def explicit_plant(robot) -> ExplicitPlant:
@@ -200,8 +204,8 @@ def explicit_plant(robot) -> ExplicitPlant:
 
 def make_plant(kind: str, robot) -> Plant:
     """The plant ``kind`` (a name of :data:`PLANTS`) of the loaded robot file ``robot``;
-    ValueError naming the choices, a plant that does not model this kind of robot, or what is
-    missing to build it."""
+    ValueError naming the choices, a plant that does not model this kind of robot (or its
+    per-arm geometry), or what is missing to build it."""
     if kind not in PLANTS:
         raise ValueError(f"plant must be one of {', '.join(PLANTS.names())}, got {kind!r}")
     rtype = getattr(robot, "type", "rotary")
@@ -209,6 +213,10 @@ def make_plant(kind: str, robot) -> Plant:
         can = [k for k in PLANTS.names() if rtype in PLANTS.info(k).get("kinds", ())]
         raise ValueError(f"plant {kind} models rotary Delta robots only; robot {robot.name} is a {rtype} "
                          f"Delta: use plant {' or '.join(can)}")
+    if getattr(robot.geometry, "per_arm", None) is not None and not PLANTS.info(kind).get("per_arm", False):
+        can = [k for k in PLANTS.names() if PLANTS.info(k).get("per_arm", False)]
+        raise ValueError(f"plant {kind} models three identical chains; robot {robot.name} has geometry.per_arm "
+                         f"(a calibrated robot): use plant {' or '.join(can)}")
     try:
         factory = PLANTS.get(kind)
     except PluginError as e:

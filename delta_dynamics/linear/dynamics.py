@@ -7,7 +7,11 @@ Generalized coordinates (q_1, q_2, q_3, x, y, z), closure equations Gamma_i = |d
     T = 1/2 m_x |X_d|^2 + 1/2 sum_i m_c,i q_d_i^2 + 1/2 m_r sum_i |X_d - q_d_i e_z|^2
     U = g (m_x z + sum_i w_c,i q_i)
 
-(T depends on the velocities only: the 6 x 6 mass matrix is constant). Lagrange's equations
+(T depends on the velocities only: the 6 x 6 mass matrix is constant). With per-rail geometry
+(``geometry.per_arm``) the closure of chain i takes rail i's own c_i = (R_i - r) u_i, rod
+length l_i and carriage zero o_i (Gamma_i = |X - c_i - (q_i + o_i) e_z|^2 - l_i^2); the
+equations below hold as written with d_i the rod vector of chain i (the masses are the shared
+ones: m_r is computed with the shared rod length). Lagrange's equations
 (9), d/dt dL/dq_dot_j - dL/dq_j = sum_i lambda_i dGamma_i/dq_j + Q_j, with
 dGamma_i/dq_i = -2 d_iz and dGamma_i/dX = 2 d_i, read
 
@@ -164,9 +168,10 @@ def multipliers(m, X, Xd, Xdd, F_P=None):
 
 
 def rod_forces(m, X, Xd, Xdd, F_P=None):
-    """Tension of each rod pair (N, both rods together; negative: compression): -2 lambda_i l.
-    In the lumped model it is the force along the rods on the platform with its half rods."""
-    return -2.0 * m.l * multipliers(m, X, Xd, Xdd, F_P)
+    """Tension of each rod pair (N, both rods together; negative: compression): -2 lambda_i l_i
+    (l_i: rod pair i's own length). In the lumped model it is the force along the rods on the
+    platform with its half rods."""
+    return -2.0 * np.asarray(m.arm_l) * multipliers(m, X, Xd, Xdd, F_P)
 
 
 def joint_state(m, X, Xd, Xdd=None):
@@ -283,7 +288,8 @@ def gravity_vector(m, X):
 def energy(m, X, Xd):
     """(kinetic, potential) energy (J) of the model's own mass distribution (module docstring):
     T = 1/2 m_x |X_d|^2 + 1/2 sum m_c,i q_d_i^2 + 1/2 m_r sum |X_d - q_d_i e_z|^2,
-    U = g (m_x z + sum w_c,i q_i) (zero at z = q = 0, the base plane)."""
+    U = g (m_x z + sum w_c,i h_i), h_i = q_i + o_i the carriage joint height (zero at the base
+    plane; o_i the carriage zero offset of geometry.per_arm, else 0)."""
     x, y, z, xp, single = split3(X, "platform position")
     vx, vy, vz, _, s2 = split3(Xd, "platform velocity")
     if s2 != single:
@@ -293,7 +299,7 @@ def energy(m, X, Xd):
     pot = m.m_x * z
     for i, (q, _, _, _, qd, v2) in enumerate(ch):
         kin = kin + 0.5 * (m.carriage_inertia[i] * qd * qd + m.m_r * v2)
-        pot = pot + m.carriage_mass[i] * q
+        pot = pot + m.carriage_mass[i] * (q + m.arm_offset[i])
     pot = m.g * pot
     if single:
         return float(kin), float(pot)

@@ -50,14 +50,15 @@ HORIZONTAL_TOL = 1e-9
 def chain_geometry(m, i, x, y, z, xp):
     """Inverse kinematics of chain i (eq. 6) plus what the dynamics reuses.
 
-    Returns ``(q, dx, dy, dz)``: the carriage position and the rod vector d_i = (dx, dy, dz)
-    (dz = z - q < 0). Raises :class:`UnreachableError` (:func:`_raise_unreachable`) for the
+    Returns ``(q, dx, dy, dz)``: the carriage position q = h - o_i and the rod vector
+    d_i = (dx, dy, dz) (dz = z - h < 0, h the carriage joint height), with rail i's own
+    geometry (``m.cx``, ``m.cy``, ``m.arm_*``: geometry.per_arm, else the shared values). Raises :class:`UnreachableError` (:func:`_raise_unreachable`) for the
     first sample this rod pair cannot reach, or reaches only lying horizontal.
     """
     dx = x - m.cx[i]
     dy = y - m.cy[i]
-    s = m.l2 - dx * dx - dy * dy
-    ok = s > (HORIZONTAL_TOL * m.l) ** 2
+    s = m.arm_l2[i] - dx * dx - dy * dy
+    ok = s > (HORIZONTAL_TOL * m.arm_l[i]) ** 2
     if xp is ScalarMath:
         if not ok:
             _raise_unreachable(m, x, y, z, 0, i)
@@ -67,7 +68,7 @@ def chain_geometry(m, i, x, y, z, xp):
         if bad is not None:
             _raise_unreachable(m, x, y, z, bad, i)
         h = np.sqrt(np.maximum(s, 0.0))
-    return z + h, dx, dy, -h
+    return z + h - m.arm_offset[i], dx, dy, -h
 
 
 def _raise_unreachable(m, x, y, z, k, i):
@@ -75,8 +76,8 @@ def _raise_unreachable(m, x, y, z, k, i):
     reach (too far from its rail, or only with the rods horizontal)."""
     pt, where = point_at(x, y, z, k)
     rho = math.hypot(pt[0] - m.cx[i], pt[1] - m.cy[i])
-    if rho > m.l:
-        why = (f"rod pair {i + 1} (length {m.l:g} m) cannot reach it: its platform joint would be "
+    if rho > m.arm_l[i]:
+        why = (f"rod pair {i + 1} (length {m.arm_l[i]:g} m) cannot reach it: its platform joint would be "
                f"{rho:.6g} m from rail {i + 1} horizontally")
     else:
         why = (f"rod pair {i + 1} would be horizontal (a serial singularity: carriage {i + 1} "
@@ -298,9 +299,9 @@ def passive_angles(m, X):
     (el < 0: the rods slope down from the carriage to the platform)."""
     x, y, z, xp, single = split3(X, "platform position")
     out = []
-    for _, dx, dy, dz in _chains_ik(m, x, y, z, xp):
+    for i, (_, dx, dy, dz) in enumerate(_chains_ik(m, x, y, z, xp)):
         az = np.arctan2(dy, dx)
-        el = np.arcsin(np.clip(np.asarray(dz) / m.l, -1.0, 1.0))
+        el = np.arcsin(np.clip(np.asarray(dz) / m.arm_l[i], -1.0, 1.0))
         out.append(np.stack(np.broadcast_arrays(az, el), axis=-1))
     return np.stack(out, axis=-2)
 

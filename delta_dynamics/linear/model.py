@@ -154,7 +154,7 @@ class LinearModel(KindModel):
     ops = ops("linear")       # the algorithm table (delta_dynamics.kinds, delta_dynamics.algorithms)
 
     __slots__ = ("rods", "R", "r", "l", "l2", "cx", "cy", "cphi", "sphi", "tool_offset", "m_x", "m_r",
-                 "carriage_inertia", "carriage_mass", "chains", "arms")
+                 "carriage_inertia", "carriage_mass", "chains", "arms", "arm_l", "arm_l2", "arm_offset")
 
     def __init__(self, robot: RobotParameters, params: LinearParameters | None = None, rods: str = "full"):
         self.require_kind(robot)
@@ -170,8 +170,13 @@ class LinearModel(KindModel):
         phi = [math.radians(a) for a in geo.rail_angles_deg]
         s(self, "cphi", tuple(math.cos(a) for a in phi))
         s(self, "sphi", tuple(math.sin(a) for a in phi))
-        s(self, "cx", tuple((geo.rail_radius - geo.platform_radius) * c for c in self.cphi))
-        s(self, "cy", tuple((geo.rail_radius - geo.platform_radius) * c for c in self.sphi))
+        # c_i = (R_i - r) u_i with rail i's own radius (geometry.per_arm, else the shared one)
+        per = [geo.arm(i) for i in range(3)]
+        s(self, "cx", tuple((a["rail_radius"] - geo.platform_radius) * c for a, c in zip(per, self.cphi)))
+        s(self, "cy", tuple((a["rail_radius"] - geo.platform_radius) * c for a, c in zip(per, self.sphi)))
+        s(self, "arm_l", tuple(a["rod_length"] for a in per))
+        s(self, "arm_l2", tuple(a["rod_length"] ** 2 for a in per))
+        s(self, "arm_offset", tuple(a["joint_offset"] for a in per))
         s(self, "tool_offset", geo.tool_offset)
         s(self, "m_x", float(p.m_x))
         s(self, "m_r", float(p.m_r))

@@ -91,6 +91,10 @@ class StaicuModel:
 
     def __init__(self, robot: RobotParameters):
         require_rotary(robot, "Staicu's recursive model")
+        if robot.geometry.per_arm is not None:      # its bodies and recursion share one chain's data
+            raise ValueError(f"{robot.source or robot.name}: Staicu's recursive model has three identical "
+                             f"chains but this robot file has geometry.per_arm (a calibrated robot): use the "
+                             f"explicit, multibody or MuJoCo model")
         bs = body_set(robot)
         geo = robot.geometry
         s = object.__setattr__

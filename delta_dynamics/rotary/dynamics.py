@@ -27,7 +27,13 @@ from cross products of the forearm vectors, w_i = d_i (U_j x U_k) / det[U_1 U_2 
             + w_i . F_cart + tau_fric,i,
     F_cart = m_x (X_dd + g e_z) + m_K r_K sum_j (a_Kj + g e_z) - F_P,
 
-which is J^-T of eq. (39). Every function takes one sample (shape (3,)) or N samples
+which is J^-T of eq. (39). With per-arm geometry (``geometry.per_arm``) every chain term above
+takes arm i's own values: l -> l_i (upper arm), the forearm length and R - r of chain i in U_i,
+and the arm angle theta_i = q_i + o_i in place of q_i (o_i the joint offset); the symmetric robot
+has l_i = l, o_i = 0 and gives the same floats as without per_arm
+(``test/test_per_arm_dynamics.py`` checks the per-arm model against Lagrange's equations).
+
+Every function takes one sample (shape (3,)) or N samples
 (shape (N, 3)); the single-sample path runs on Python floats (a few microseconds).
 """
 from __future__ import annotations
@@ -50,16 +56,16 @@ def chains(m, x, y, z, vx, vy, vz, xp):
     (Asadi steps 1-4).
 
     Returns a list of three tuples
-    ``(q, cq, sq, d, ux, uy, uz, tx, ty, tz, qd, qdd_v)`` where U = A - C, T = dC/dq,
+    ``(q, cq, sq, d, ux, uy, uz, tx, ty, tz, qd, qdd_v)`` where q is the joint position,
+    cq, sq the cosine and sine of the arm angle theta = q + o_i, U = A - C, T = dC/dq,
     d = U.T, qd = U.X_dot / d (eq. 8) and qdd_v = (|U_dot|^2 - U.T' qd^2) / d is the
     velocity part of q_dd = U.X_dd / d + qdd_v (eqs. 10-11).
     """
     out = []
-    l = m.l
     for i in range(3):
         q, cq, sq, px, pz, d = chain_geometry(m, i, x, y, z, xp)
-        c, s = m.cphi[i], m.sphi[i]
-        rad = m.dr - l * cq
+        c, s, l = m.cphi[i], m.sphi[i], m.arm_l[i]
+        rad = m.arm_dr[i] - l * cq
         ux, uy, uz = x + rad * c, y + rad * s, z + l * sq
         tx, ty, tz = -l * sq * c, -l * sq * s, -l * cq
         qd = (ux * vx + uy * vy + uz * vz) / d
@@ -102,14 +108,15 @@ def joint_torques(m, ch, w, ax, ay, az, fp, with_friction, xp, basis=False):
     Returns ``(tau, qdd)`` as lists over the joints; with ``basis`` it returns the
     regressor pieces ``(y_x, y_k, qdd)`` instead: the torque per unit m_x and per unit m_k.
     """
-    l, rk, g = m.l, m.r_k, m.g
+    rk, g = m.r_k, m.g
     a1 = 1.0 - rk
     qdd = []
-    skx = sky = skz = 0.0          # sum_j (T_j q_dd_j + T'_j q_dot_j^2), T'_j = -l cq u_j + l sq e_z
+    skx = sky = skz = 0.0          # sum_j (T_j q_dd_j + T'_j q_dot_j^2), T'_j = -l_j cq u_j + l_j sq e_z
     for i, (q, cq, sq, d, ux, uy, uz, tx, ty, tz, qd, qdd_v) in enumerate(ch):
         qa = (ux * ax + uy * ay + uz * az) / d + qdd_v
         qdd.append(qa)
         qd2 = qd * qd
+        l = m.arm_l[i]
         skx = skx + tx * qa - l * cq * m.cphi[i] * qd2
         sky = sky + ty * qa - l * cq * m.sphi[i] * qd2
         skz = skz + tz * qa + l * sq * qd2
@@ -122,7 +129,7 @@ def joint_torques(m, ch, w, ax, ay, az, fp, with_friction, xp, basis=False):
     for i, (q, cq, sq, d, ux, uy, uz, tx, ty, tz, qd, qdd_v) in enumerate(ch):
         wx, wy, wz = w[i]
         y_x = wx * fxx + wy * fxy + wz * fxz
-        y_k = (a1 * (a1 * m.l2 * qdd[i] + rk * (tx * ax + ty * ay + tz * az) - g * l * cq)
+        y_k = (a1 * (a1 * m.arm_l2[i] * qdd[i] + rk * (tx * ax + ty * ay + tz * az) - g * m.arm_l[i] * cq)
                + wx * fkx + wy * fky + wz * fkz)
         if basis:
             yx.append(y_x)
@@ -239,7 +246,7 @@ def mass_matrix_entries(m, ch):
     xx = yy = zz = mu
     xy = xz = yz = 0.0
     for i, (q, cq, sq, d, ux, uy, uz, tx, ty, tz, qd, qdd_v) in enumerate(ch):
-        alpha = (m.inertia[i] + m.m_k * (1.0 - rk) ** 2 * m.l2) / (d * d)
+        alpha = (m.inertia[i] + m.m_k * (1.0 - rk) ** 2 * m.arm_l2[i]) / (d * d)
         jx, jy, jz = ux, uy, uz                              # J_i * d_i
         bb = beta / d
         xx = xx + alpha * jx * jx + 2.0 * bb * jx * tx
@@ -267,7 +274,7 @@ def coriolis_matrix(m, X, Xd):
     T, Tp = _arm_tangents(m, joint_state(m, X, Xd)[0])
     qd = np.einsum("...ij,...j->...i", J, Xd)
     rk = m.r_k
-    alpha = np.asarray(m.inertia) + m.m_k * (1.0 - rk) ** 2 * m.l2
+    alpha = np.asarray(m.inertia) + m.m_k * (1.0 - rk) ** 2 * np.asarray(m.arm_l2)
     beta = m.m_k * rk * (1.0 - rk)
     C = np.einsum("i,...ia,...ib->...ab", alpha, J, Jd)
     C = C + beta * (np.einsum("...ia,...ib->...ab", T, Jd)
@@ -279,20 +286,21 @@ def gravity_vector(m, X):
     """G(X, q) of eq. (42) (N): the generalized gravity force to be balanced."""
     X = np.asarray(X, dtype=float)
     J = jacobian(m, X)
-    q = joint_state(m, X, np.zeros_like(X))[0]
-    coef = m.g * np.cos(q) * (np.asarray(m.moment) + m.m_k * (1.0 - m.r_k) * m.l)
+    th = joint_state(m, X, np.zeros_like(X))[0] + np.asarray(m.arm_offset)      # arm angles
+    coef = m.g * np.cos(th) * (np.asarray(m.moment) + m.m_k * (1.0 - m.r_k) * np.asarray(m.arm_l))
     G = -np.einsum("...i,...ia->...a", coef, J)
     G[..., 2] += (m.m_x + 3.0 * m.m_k * m.r_k) * m.g
     return G
 
 
 def _arm_tangents(m, q):
-    """T_i = dC_i/dq_i and T'_i = dT_i/dq_i, shape (..., 3 chains, 3)."""
-    q = np.asarray(q, dtype=float)
-    cq, sq = np.cos(q), np.sin(q)
-    c, s = np.asarray(m.cphi), np.asarray(m.sphi)
-    T = np.stack((-m.l * sq * c, -m.l * sq * s, -m.l * cq), -1)
-    Tp = np.stack((-m.l * cq * c, -m.l * cq * s, m.l * sq), -1)
+    """T_i = dC_i/dq_i and T'_i = dT_i/dq_i at joint positions q (arm angles q + o_i, arm i's
+    own length l_i), shape (..., 3 chains, 3)."""
+    th = np.asarray(q, dtype=float) + np.asarray(m.arm_offset)
+    cq, sq = np.cos(th), np.sin(th)
+    c, s, l = np.asarray(m.cphi), np.asarray(m.sphi), np.asarray(m.arm_l)
+    T = np.stack((-l * sq * c, -l * sq * s, -l * cq), -1)
+    Tp = np.stack((-l * cq * c, -l * cq * s, l * sq), -1)
     return T, Tp
 
 
@@ -300,7 +308,8 @@ def energy(m, X, Xd):
     """(kinetic, potential) energy (J) of the model's own mass distribution.
 
     T = 1/2 m_x |X_d|^2 + 1/2 sum_i I_i q_d_i^2 + 1/2 m_K sum_i |(1-r_K) T_i q_d_i + r_K X_d|^2,
-    U = g (m_x z - sum_i h_i sin q_i + m_K sum_i z_Ki), z_Ki = -(1-r_K) l sin q_i + r_K z.
+    U = g (m_x z - sum_i h_i sin theta_i + m_K sum_i z_Ki), z_Ki = -(1-r_K) l_i sin theta_i + r_K z,
+    theta_i = q_i + o_i the arm angle (l_i, o_i: arm i's own length and joint offset).
     """
     X = np.asarray(X, dtype=float)
     Xd = np.asarray(Xd, dtype=float)
@@ -310,8 +319,8 @@ def energy(m, X, Xd):
     vk = (1.0 - rk) * T * qd[..., :, None] + rk * Xd[..., None, :]
     kin = (0.5 * m.m_x * np.sum(Xd * Xd, -1) + 0.5 * np.sum(np.asarray(m.inertia) * qd * qd, -1)
            + 0.5 * m.m_k * np.sum(vk * vk, axis=(-1, -2)))
-    sq = np.sin(q)
-    zk = -(1.0 - rk) * m.l * sq + rk * X[..., 2:3]
+    sq = np.sin(q + np.asarray(m.arm_offset))
+    zk = -(1.0 - rk) * np.asarray(m.arm_l) * sq + rk * X[..., 2:3]
     pot = m.g * (m.m_x * X[..., 2] - np.sum(np.asarray(m.moment) * sq, -1) + m.m_k * np.sum(zk, -1))
     return kin, pot
 

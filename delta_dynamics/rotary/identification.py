@@ -20,7 +20,8 @@ explicit model uses the lumped combinations of :class:`~delta_dynamics.rotary.mo
 
 * m_K = M_K - I_K / (r_K (1 - r_K) l_K^2), m_C = I_K / (r_K l_K^2), m_A = I_K / ((1 - r_K) l_K^2)
 * m_x = m_P + m_payload + 3 m_A
-* h = m_L r_L + m_C l,   I_arm = I_mo gamma^2 + I_L + m_L r_L^2 + m_C l^2
+* h_i = m_L r_L + m_C l_i,   I_arm,i = I_mo gamma^2 + I_L + m_L r_L^2 + m_C l_i^2 (l_i: arm i's
+  own upper-arm length, geometry.per_arm; the shared l without it)
 
 Only the lumped values are identifiable, so writing them back needs assumptions; these
 are held fixed: the geometry, the forearm's COM ratio r_K and its shape
@@ -30,7 +31,8 @@ the payload, the upper arm's COM distance r_L and the motor's rotor inertia. The
     M_K = m_K / (1 - kappa),  m_P = m_x - m_payload - 3 m_A,  m_L = (h - m_C l) / r_L,
     I_L = I_arm - I_mo gamma^2 - m_L r_L^2 - m_C l^2,
 
-with h and I_arm the mean over the three joints (the schema has one upper arm). Friction is
+with h and I_arm the mean over the three joints of h_i - m_C (l_i - l) and
+I_arm,i - m_C (l_i^2 - l^2) (the schema has one upper arm). Friction is
 per joint in the schema and is written as identified. Values a physical field cannot take
 (a negative mass, say) are clipped at 0 and listed in ``metadata.identified.notes``; the exact
 identified lumped vector (per joint) is kept in ``metadata.identified.lumped_parameters``, from
@@ -76,11 +78,15 @@ class KimParameterSet(RotaryParameterSet):
     UNITS = {**UNITS, "gravity_moment": "N m"}
 
     def regressor(self, model, q, qd, qdd) -> np.ndarray:
-        """Y_kim(q, q_dot, q_ddot) of eq. (26), shape (N, 3, 11) (or (3, 11))."""
+        """Y_kim(q, q_dot, q_ddot) of eq. (26), shape (N, 3, 11) (or (3, 11)); refused for a
+        robot with per-arm geometry (:func:`require_symmetric`)."""
+        require_symmetric(model)
         return kim_regressor(model, q, qd, qdd)
 
     def nominal(self, model) -> np.ndarray:
-        """M_PAR implied by the model's robot file (eq. 30)."""
+        """M_PAR implied by the model's robot file (eq. 30); refused for a robot with per-arm
+        geometry (:func:`require_symmetric`)."""
+        require_symmetric(model)
         return kim_parameters(model)
 
     def to_lumped(self, model, values) -> RotaryParameters:
@@ -101,6 +107,16 @@ class KimParameterSet(RotaryParameterSet):
         return RotaryParameters.from_vector(lumped, static=tuple(float(s) for s in v[8:11]),
                                             stribeck_velocity=p.stribeck_velocity,
                                             smoothing_velocity=p.smoothing_velocity)
+
+
+def require_symmetric(model) -> None:
+    """Raise :class:`IdentificationError` if ``model`` has per-arm geometry: Kim et al.'s
+    eq. (30) has one gravity moment T_g and one upper-arm length for the three arms, so it
+    cannot describe arms of different lengths or joint offsets (the explicit set can)."""
+    if model.arms is not None:
+        raise IdentificationError(
+            f"the kim parameter set assumes three identical arms (one gravity moment T_g, Kim et al. eq. 30) "
+            f"but {model.robot.name} has geometry.per_arm: use the explicit parameter set")
 
 
 def parameter_set(key: str = "explicit", stribeck: bool = False) -> ParameterSet:
@@ -153,8 +169,12 @@ def physical_from_lumped(robot: RobotParameters, p: RotaryParameters) -> tuple:
     if platform < 0:
         notes.append(f"m_x - payload - 3 m_A = {platform:.6g} kg < 0: platform mass written as 0")
         platform = 0.0
-    h = float(np.mean(p.arm_moment))
-    I_arm = float(np.mean(p.arm_inertia))
+    # each arm's values brought to the shared length l (per-arm lengths l_i: geometry.per_arm)
+    arm_l = [g.arm(i)["upper_arm_length"] for i in range(3)]
+    moments = [h_i - m_c * (l_i - l) for h_i, l_i in zip(p.arm_moment, arm_l)]
+    inertias = [I_i - m_c * (l_i * l_i - l * l) for I_i, l_i in zip(p.arm_inertia, arm_l)]
+    h = float(np.mean(moments))
+    I_arm = float(np.mean(inertias))
     r_L = mp.upper_arm.com_distance
     if r_L > 0:
         m_L = (h - m_c * l) / r_L
@@ -168,7 +188,7 @@ def physical_from_lumped(robot: RobotParameters, p: RotaryParameters) -> tuple:
     if I_L < 0:
         notes.append(f"upper-arm inertia about its COM = {I_L:.6g} kg m^2 < 0: written as 0")
         I_L = 0.0
-    spread = [float(np.ptp(v) / max(abs(np.mean(v)), 1e-12)) for v in (p.arm_moment, p.arm_inertia)]
+    spread = [float(np.ptp(v) / max(abs(np.mean(v)), 1e-12)) for v in (moments, inertias)]
     if max(spread) > 1e-9:
         notes.append(f"arm moments and inertias differ per joint (by {100 * spread[0]:.3g} % and "
                      f"{100 * spread[1]:.3g} %): the physical fields hold the mean, the exact "

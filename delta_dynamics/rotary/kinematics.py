@@ -38,17 +38,19 @@ from delta_dynamics.common.errors import (SingularityError, UnreachableError, ch
 def chain_geometry(m, i, x, y, z, xp):
     """Inverse kinematics of chain i plus the quantities the dynamics reuses.
 
-    Returns ``(q, cq, sq, px, pz, d)``: the arm angle, its cosine and sine, the platform joint
-    relative to the motor axis in the chain's vertical plane (px outward, pz up) and the scalar
-    d_i = U_i^T T_i = -l (px sin q + pz cos q) of eq. (8). Raises :class:`UnreachableError`
+    Returns ``(q, cq, sq, px, pz, d)``: the joint position q = theta - o_i, the cosine and sine
+    of the arm angle theta, the platform joint relative to the motor axis in the chain's
+    vertical plane (px outward, pz up) and the scalar d_i = U_i^T T_i = -l (px sin theta +
+    pz cos theta) of eq. (8). Arm i's own geometry (``m.arm_*``: geometry.per_arm, else the
+    shared values, o_i = 0). Raises :class:`UnreachableError`
     (:func:`_raise_unreachable`) for the first sample this chain cannot reach, or reaches only
     with the arm and the forearm aligned (d = 0, a serial singularity).
     """
-    c, s = m.cphi[i], m.sphi[i]
-    px = c * x + s * y + m.dr
+    c, s, l = m.cphi[i], m.sphi[i], m.arm_l[i]
+    px = c * x + s * y + m.arm_dr[i]
     py = c * y - s * x
     # |A - C|^2 = l_K^2  <=>  px cos q - pz sin q = k  (eq. 4 written in the chain plane)
-    k = (px * px + py * py + z * z + m.l2 - m.lk2) / (2.0 * m.l)
+    k = (px * px + py * py + z * z + m.arm_l2[i] - m.arm_lk2[i]) / (2.0 * l)
     rho = xp.sqrt(px * px + z * z)
     ratio = k / rho
     scalar = xp is ScalarMath
@@ -62,16 +64,16 @@ def chain_geometry(m, i, x, y, z, xp):
     # Keep q in (-pi, pi]: the branch with the elbow outside the forearm's line.
     q = q + 2.0 * math.pi * (q <= -math.pi) - 2.0 * math.pi * (q > math.pi)
     cq, sq = xp.cos(q), xp.sin(q)
-    d = -m.l * (px * sq + z * cq)
+    d = -l * (px * sq + z * cq)
     # d = 0: upper arm and forearm aligned (serial singularity, the edge of the workspace)
     if scalar:
-        if not abs(d) > 1e-12 * m.l * m.lk:
+        if not abs(d) > 1e-12 * l * m.arm_lk[i]:
             _raise_unreachable(m, x, y, z, 0, i)
     else:
-        bad = xp.first_bad(ok & (abs(d) > 1e-12 * m.l * m.lk))
+        bad = xp.first_bad(ok & (abs(d) > 1e-12 * l * m.arm_lk[i]))
         if bad is not None:
             _raise_unreachable(m, x, y, z, bad, i)
-    return q, cq, sq, px, z, d
+    return q - m.arm_offset[i], cq, sq, px, z, d
 
 
 def _raise_unreachable(m, x, y, z, k, i):
@@ -79,7 +81,7 @@ def _raise_unreachable(m, x, y, z, k, i):
     pt, where = point_at(x, y, z, k)
     raise UnreachableError(
         f"platform position {format_point(pt)} m is unreachable{where}: forearm {i + 1} "
-        f"(length {m.lk:g} m) cannot connect its elbow to the platform", index=k, point=pt)
+        f"(length {m.arm_lk[i]:g} m) cannot connect its elbow to the platform", index=k, point=pt)
 
 
 def inverse_kinematics(m, X, check_limits: bool = False):
@@ -216,9 +218,10 @@ def jacobian(m, X):
 
 
 def _forearm_vector(m, i, x, y, z, cq, sq):
-    """U_i = A_i - C_i in world coordinates (eq. 4)."""
-    rad = m.dr - m.l * cq
-    return x + rad * m.cphi[i], y + rad * m.sphi[i], z + m.l * sq
+    """U_i = A_i - C_i in world coordinates (eq. 4), arm i's own geometry."""
+    l = m.arm_l[i]
+    rad = m.arm_dr[i] - l * cq
+    return x + rad * m.cphi[i], y + rad * m.sphi[i], z + l * sq
 
 
 def jacobian_derivative(m, X, Xd):
@@ -229,7 +232,7 @@ def jacobian_derivative(m, X, Xd):
     for i in range(3):
         q, cq, sq, px, pz, d = chain_geometry(m, i, x, y, z, xp)
         ux, uy, uz = _forearm_vector(m, i, x, y, z, cq, sq)
-        c, s, l = m.cphi[i], m.sphi[i], m.l
+        c, s, l = m.cphi[i], m.sphi[i], m.arm_l[i]
         tx, ty, tz = -l * sq * c, -l * sq * s, -l * cq
         qd = (ux * vx + uy * vy + uz * vz) / d
         wx, wy, wz = vx - tx * qd, vy - ty * qd, vz - tz * qd            # U_dot (eq. 7)
@@ -255,7 +258,8 @@ def passive_angles(m, X):
         c, s = m.cphi[i], m.sphi[i]
         ux, uy, uz = _forearm_vector(m, i, x, y, z, cq, sq)
         # chain frame: x' = u_i (outward), y' = e_z x u_i (motor axis), z' = e_z
-        fx, fy, fz = (c * ux + s * uy) / m.lk, (c * uy - s * ux) / m.lk, uz / m.lk
+        lk = m.arm_lk[i]
+        fx, fy, fz = (c * ux + s * uy) / lk, (c * uy - s * ux) / lk, uz / lk
         # into the arm frame: rotate by -q about y'
         ax, az = cq * fx - sq * fz, sq * fx + cq * fz
         tilt = np.arcsin(np.clip(fy, -1.0, 1.0))

@@ -12,9 +12,14 @@ A_i (m_A) and its COM K_i (m_K). Then the whole robot is described by
 * ``m_x``: the mass moving with the platform, m_P + payload + 3 m_A (eqs. 30, 35, 40);
 * ``m_k``: the point mass at each forearm COM (eq. 36);
 * ``arm_inertia[i]``: everything that rotates with arm i about its motor axis,
-  I_mo + I_L + m_L (r_L l_L)^2 + m_C l_L^2 (eqs. 31-34);
+  I_mo + I_L + m_L (r_L l_L)^2 + m_C l_L^2 (eqs. 31-34), l_L arm i's own upper-arm length;
 * ``arm_moment[i]``: its first moment of mass, m_L r_L l_L + m_C l_L (kg m; eqs. 32, 34, 42);
 * per-joint friction: viscous, Coulomb and a Stribeck break-away torque.
+
+With per-arm geometry (``geometry.per_arm``) each chain's kinematics takes its own joint offset,
+base and platform radius, upper-arm and forearm length (``arm_*``); the forearm's point masses
+(m_C, m_A, m_K) stay those of the shared forearm (eq. 22 with the shared length: a forearm a
+tenth of a millimetre longer is the same body), the upper-arm length enters I_i and h_i per arm.
 
 The torques are linear in these parameters (see :func:`delta_dynamics.rotary.dynamics.regressor`).
 """
@@ -112,13 +117,15 @@ class RotaryParameters(LumpedParameters, names=PARAMETER_NAMES, kinds=PARAMETER_
         g, m = robot.geometry, robot.mass
         m_c, m_a, m_k = forearm_point_masses(m.forearm.mass, m.forearm.inertia,
                                              m.forearm.com_ratio, g.forearm_length)
-        l = g.upper_arm_length
-        inertia = (m.motor.reflected_inertia + m.upper_arm.inertia
-                   + m.upper_arm.mass * m.upper_arm.com_distance ** 2 + m_c * l ** 2)
-        moment = m.upper_arm.mass * m.upper_arm.com_distance + m_c * l
+        inertia, moment = [], []
+        for i in range(3):                   # arm i's own upper-arm length L_i (geometry.per_arm)
+            l = g.arm(i)["upper_arm_length"]
+            inertia.append(m.motor.reflected_inertia + m.upper_arm.inertia
+                           + m.upper_arm.mass * m.upper_arm.com_distance ** 2 + m_c * l ** 2)
+            moment.append(m.upper_arm.mass * m.upper_arm.com_distance + m_c * l)
         f = robot.friction
         return cls(m_x=m.platform_mass + m.payload_mass + 3.0 * m_a, m_k=m_k,
-                   arm_inertia=(inertia,) * 3, arm_moment=(moment,) * 3,
+                   arm_inertia=tuple(inertia), arm_moment=tuple(moment),
                    viscous=f.viscous, coulomb=f.coulomb, static=f.static,
                    stribeck_velocity=f.stribeck_velocity, smoothing_velocity=f.smoothing_velocity)
 
@@ -143,7 +150,8 @@ class RotaryModel(KindModel):
     ops = ops("rotary")
 
     __slots__ = ("R", "r", "l", "lk", "l2", "lk2", "dr", "cphi", "sphi", "r_k", "m_x", "m_k",
-                 "inertia", "moment", "chains", "arms")
+                 "inertia", "moment", "chains", "arms", "arm_l", "arm_l2", "arm_lk", "arm_lk2", "arm_dr",
+                 "arm_r", "arm_offset")
 
     def __init__(self, robot: RobotParameters, params: RotaryParameters | None = None):
         self.require_kind(robot)
@@ -172,6 +180,15 @@ class RotaryModel(KindModel):
         if arms is not None:
             arms.setflags(write=False)
         s(self, "arms", arms)
+        # each arm's own values (the shared ones without per_arm): the dynamics' per-chain loop
+        per = [geo.arm(i) for i in range(3)]
+        s(self, "arm_l", tuple(a["upper_arm_length"] for a in per))
+        s(self, "arm_l2", tuple(a["upper_arm_length"] ** 2 for a in per))
+        s(self, "arm_lk", tuple(a["forearm_length"] for a in per))
+        s(self, "arm_lk2", tuple(a["forearm_length"] ** 2 for a in per))
+        s(self, "arm_dr", tuple(a["platform_radius"] - a["base_radius"] for a in per))
+        s(self, "arm_r", tuple(a["platform_radius"] for a in per))
+        s(self, "arm_offset", tuple(a["joint_offset"] for a in per))
 
     def __repr__(self) -> str:
         return f"RotaryModel({self.robot.name!r}, m_x={self.m_x:.4g}, m_k={self.m_k:.4g})"

@@ -23,6 +23,12 @@ horizontal and outward, positive down; origin at the base centre). The tree, per
 * The chain is closed by one ``connect`` equality per forearm (``close_chain_i``): the site at
   the forearm's far end (x = l_K) and the site at the platform joint A_i coincide.
 
+Per-arm geometry (``geometry.per_arm``): each chain takes its own R_i, L_i (l), l_i (l_K), r_i;
+the arm body is also turned by the joint offset o_i about y' (the hinge's value stays the joint
+position, the arm angle is q_i + o_i), and a forearm of its own length l_i carries the explicit
+model's point masses (Asadi eq. 22 with the shared length): bar COM and inertia scaled by
+l_i / l_K and (l_i / l_K)^2 (``docs/mujoco.md``).
+
 No contacts (the mechanism's joint limits are the controller's business; leaving the
 workspace is detected by the plant). Visual geoms (capsules, a disc) carry no mass. The
 keyframe ``home`` is the assembled chain at rest at the workspace centre (MuJoCo's zero
@@ -36,6 +42,7 @@ pose, every joint at 0, is not assembled), for MuJoCo's own viewer:
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -93,6 +100,15 @@ def _yaw(angle: float) -> str:
     return _f((math.cos(angle / 2.0), 0.0, 0.0, math.sin(angle / 2.0)))
 
 
+def _arm_quat(phi: float, offset: float) -> str:
+    """Quaternion of the arm frame at joint position 0: yaw phi about z, then the joint offset
+    about the arm's y' (the arm angle is the joint position plus the offset)."""
+    if offset == 0.0:
+        return _yaw(phi)
+    cz, sz, cy, sy = math.cos(phi / 2.0), math.sin(phi / 2.0), math.cos(offset / 2.0), math.sin(offset / 2.0)
+    return _f((cz * cy, -sz * sy, cz * sy, sz * cy))
+
+
 def _inertial(parent, body, pos=(0.0, 0.0, 0.0), quat=None, scale: float = 1.0):
     """An <inertial> for ``body`` (a :class:`~delta_dynamics.reference.bodies.RigidBody`), mass and
     principal inertias times ``scale``."""
@@ -120,7 +136,9 @@ def mjcf_xml(robot, settings: SolverSettings | None = None, joint_friction: bool
     s = settings or SolverSettings()
     g = robot.geometry
     bs = body_set(robot)
-    l, lk, r, R = g.upper_arm_length, g.forearm_length, g.platform_radius, g.base_radius
+    R = g.base_radius
+    r = g.platform_radius
+    arms = [g.arm(i) for i in range(3)]          # each arm's own geometry (geometry.per_arm)
 
     root = ET.Element("mujoco", {"model": f"delta_{robot.name}"})
     ET.SubElement(root, "compiler", {"angle": "radian", "inertiafromgeom": "false", "autolimits": "true"})
@@ -135,8 +153,14 @@ def mjcf_xml(robot, settings: SolverSettings | None = None, joint_friction: bool
     for i, phi_deg in enumerate(g.chain_angles_deg):
         phi = math.radians(phi_deg)
         k = i + 1
-        arm = ET.SubElement(world, "body", {"name": f"upper_arm_{k}_link", "pos": _f((R * math.cos(phi), R * math.sin(phi), 0.0)),
-                                            "quat": _yaw(phi)})
+        Ri, l, lk = arms[i]["base_radius"], arms[i]["upper_arm_length"], arms[i]["forearm_length"]
+        # the bars of a forearm of its own length carry the forearm's point masses of the explicit
+        # model (Asadi eq. 22 with the shared length): COM at com_ratio * lk, inertia * (lk / l_K)^2
+        stretch = lk / g.forearm_length
+        bar = bs.bar if stretch == 1.0 else dataclasses.replace(
+            bs.bar, com=bs.bar.com * stretch, length=lk, inertia=tuple(v * stretch * stretch for v in bs.bar.inertia))
+        arm = ET.SubElement(world, "body", {"name": f"upper_arm_{k}_link", "pos": _f((Ri * math.cos(phi), Ri * math.sin(phi), 0.0)),
+                                            "quat": _arm_quat(phi, arms[i]["joint_offset"])})
         jattrs = {"name": robot.joint_names[i], "type": "hinge", "axis": "0 1 0", "armature": repr(bs.rotor_inertia)}
         if joint_friction:
             f = robot.friction
@@ -157,7 +181,7 @@ def mjcf_xml(robot, settings: SolverSettings | None = None, joint_friction: bool
             fore = ET.SubElement(parent, "body", {"name": f"forearm_{k}_link", "pos": _f((l, 0.0, 0.0))})
             ET.SubElement(fore, "joint", bend)
         ET.SubElement(fore, "joint", tilt)
-        _inertial(fore, bs.bar, pos=(bs.bar.com, 0.0, 0.0), scale=2.0)
+        _inertial(fore, bar, pos=(bar.com, 0.0, 0.0), scale=2.0)
         for side in (1.0, -1.0):
             y = side * 0.5 * g.forearm_spacing
             _visual(fore, type="capsule", fromto=_f((0, y, 0, lk, y, 0)), size=repr(bar_r), rgba="0.8 0.5 0.2 1")
@@ -170,7 +194,8 @@ def mjcf_xml(robot, settings: SolverSettings | None = None, joint_friction: bool
     _visual(plat, type="cylinder", size=_f((r * 1.2, 0.008)), rgba="0.3 0.3 0.3 1")
     for i, phi_deg in enumerate(g.chain_angles_deg):
         phi = math.radians(phi_deg)
-        pos = (r * math.cos(phi), r * math.sin(phi), 0.0)
+        ri = arms[i]["platform_radius"]
+        pos = (ri * math.cos(phi), ri * math.sin(phi), 0.0)
         if bs.platform_block.mass > 0:
             blk = ET.SubElement(plat, "body", {"name": f"platform_block_{i + 1}_link", "pos": _f(pos)})
             _inertial(blk, bs.platform_block, quat=_yaw(phi + math.pi / 2))

@@ -256,11 +256,12 @@ def joint_rates(s: MultibodySystem, st: State) -> np.ndarray:
 
 
 def joint_angles(s: MultibodySystem, st: State) -> np.ndarray:
-    """Actuated joint angles q_i from the arms' orientations (rad)."""
+    """Actuated joint positions q_i from the arms' orientations (rad): the arm angle less the
+    joint offset o_i (geometry.per_arm)."""
     e0, e1, e2, e3 = st.theta[s.arm_slice].T
     # first column of A (eq. 2): the arm's x axis
     x = np.stack([e0 * e0 + e1 * e1 - e2 * e2 - e3 * e3, 2.0 * (e1 * e2 + e0 * e3), 2.0 * (e1 * e3 - e0 * e2)], 1)
-    return np.arctan2(-x[:, 2], (x * s.u).sum(1))
+    return np.arctan2(-x[:, 2], (x * s.u).sum(1)) - s.arm_offset
 
 
 def applied_forces(s: MultibodySystem, ev: Evaluation, st: State, tau, friction: Friction | None,
@@ -319,17 +320,17 @@ def place_platform(s: MultibodySystem, X, Xd=(0.0, 0.0, 0.0), q=None) -> State:
     nb = s.n_bodies
     pos = np.zeros((nb, 3))
     rot = np.tile(np.eye(3), (nb, 1, 1))
-    for i in range(3):
-        B = s.R * s.u[i]
-        Aa = arm_frame(s.u[i], s.e[i], float(q[i]))
+    for i in range(3):                  # each arm's own geometry; the arm angle is q_i + o_i
+        B = s.arm_R[i] * s.u[i]
+        Aa = arm_frame(s.u[i], s.e[i], float(q[i]) + float(s.arm_offset[i]))
         rot[s.arm[i]] = Aa
-        pos[s.arm[i]] = B + s.arm_com * Aa[:, 0]
-        C = B + s.l * Aa[:, 0]
-        P = X + s.r * s.u[i]
+        pos[s.arm[i]] = B + s.arm_coms[i] * Aa[:, 0]
+        C = B + s.arm_l[i] * Aa[:, 0]
+        P = X + s.arm_r[i] * s.u[i]
         U = P - C
         d = U / np.linalg.norm(U)
         rot[s.forearm[i]] = forearm_frame(d, s.e[i])
-        pos[s.forearm[i]] = C + s.forearm_com * d
+        pos[s.forearm[i]] = C + s.forearm_coms[i] * d
     pos[s.platform] = X + s.platform_com
     st = State(pos, from_rotation(rot), np.zeros((nb, 3)), np.zeros((nb, 3)))
     Xd = np.asarray(Xd, dtype=float)

@@ -95,6 +95,13 @@ class MultibodySystem:
         self.gravity = np.array([0.0, 0.0, -robot.gravity])
         self.R, self.r = g.base_radius, g.platform_radius
         self.l, self.lk = g.upper_arm_length, g.forearm_length
+        # each arm's own geometry (geometry.per_arm; else the shared values): R_i, r_i, L_i, l_i, o_i
+        arms = [g.arm(i) for i in range(3)]
+        self.arm_R = np.array([a["base_radius"] for a in arms])
+        self.arm_r = np.array([a["platform_radius"] for a in arms])
+        self.arm_l = np.array([a["upper_arm_length"] for a in arms])
+        self.arm_lk = np.array([a["forearm_length"] for a in arms])
+        self.arm_offset = np.array([a["joint_offset"] for a in arms])
         phi = np.radians(np.asarray(g.chain_angles_deg, dtype=float))
         self.u = np.stack([np.cos(phi), np.sin(phi), np.zeros(3)], 1)        # outward
         self.e = np.stack([-np.sin(phi), np.cos(phi), np.zeros(3)], 1)       # motor axes (+y')
@@ -116,21 +123,29 @@ class MultibodySystem:
         if not ma > 0:
             raise ValueError("the multibody model needs an upper arm with a mass > 0")
         self.arm_com = (a.mass * a.com + eb.mass * self.l) / ma
-        Ia = np.diag(a.inertia).astype(float)
-        for m_, x_ in ((a.mass, a.com), (eb.mass, self.l)):
-            Ia += m_ * (x_ - self.arm_com) ** 2 * np.diag([0.0, 1.0, 1.0])
-        Ia[1, 1] += bs.rotor_inertia
+        self.arm_coms = (a.mass * a.com + eb.mass * self.arm_l) / ma         # per arm (its own L_i)
+        Ias = []
+        for i in range(3):
+            Ia = np.diag(a.inertia).astype(float)
+            for m_, x_ in ((a.mass, a.com), (eb.mass, self.arm_l[i])):
+                Ia += m_ * (x_ - self.arm_coms[i]) ** 2 * np.diag([0.0, 1.0, 1.0])
+            Ia[1, 1] += bs.rotor_inertia
+            Ias.append(Ia)
         # forearm: two bars, same orientation, offset along e: mass 2 m, inertia 2 I
         b = bs.bar
         mf = 2.0 * b.mass
         if not mf > 0:
             raise ValueError("the multibody model needs forearm bars with a mass > 0")
         self.forearm_com = b.com
-        If = 2.0 * np.diag(b.inertia)
+        # a forearm of its own length l_i carries the explicit model's point masses (eq. 22 with
+        # the shared length): COM and inertia scaled by l_i / l_K and (l_i / l_K)^2
+        stretch = self.arm_lk / self.lk
+        self.forearm_coms = b.com * stretch
+        Ifs = [2.0 * np.diag(b.inertia) * (k * k) for k in stretch]
         # platform + three platform blocks at the platform joints
         p, pb = bs.platform, bs.platform_block
         mp = p.mass + 3.0 * pb.mass
-        pts = self.r * self.u
+        pts = self.arm_r[:, None] * self.u
         self.platform_com = pb.mass * pts.sum(0) / mp                     # from the centre
         Ip = np.diag(p.inertia).astype(float) + p.mass * _parallel(-self.platform_com)
         for k in range(3):
@@ -138,11 +153,11 @@ class MultibodySystem:
         for i in range(3):
             names.append(f"arm_{i + 1}")
             mass.append(ma)
-            inertia.append(Ia)
+            inertia.append(Ias[i])
         for i in range(3):
             names.append(f"forearm_{i + 1}")
             mass.append(mf)
-            inertia.append(If)
+            inertia.append(Ifs[i])
         names.append("platform")
         mass.append(mp)
         inertia.append(Ip)
@@ -191,10 +206,10 @@ class MultibodySystem:
             s = sphere(0, gnd, np.zeros(3), np.zeros(3))
             d = (dot(0, gnd, X, Y), dot(0, gnd, X, Z), dot(0, gnd, Y, Z))
             joints.append(Joint("base_rigid", "rigid", 0, GROUND, s, d))
-        ac, fc, l, lk = self.arm_com, self.forearm_com, self.l, self.lk
         for i in range(3):
+            ac, fc, l, lk = self.arm_coms[i], self.forearm_coms[i], self.arm_l[i], self.arm_lk[i]
             a, f, p = self.arm[i], self.forearm[i], self.platform
-            B = self.R * self.u[i]
+            B = self.arm_R[i] * self.u[i]
             # shoulder revolute: arm y (motor axis) stays perpendicular to u_i and e_z
             s = sphere(a, base, (-ac, 0.0, 0.0), B)
             d = (dot(a, base, Y, self.u[i]), dot(a, base, Y, EZ))
@@ -204,7 +219,7 @@ class MultibodySystem:
             d = (dot(a, f, Y, Z),)
             joints.append(Joint(f"elbow_{i + 1}", "universal", a, f, s, d))
             # platform universal: forearm z (n_i) perpendicular to the platform's e_i
-            s = sphere(f, p, (lk - fc, 0.0, 0.0), self.r * self.u[i] - self.platform_com)
+            s = sphere(f, p, (lk - fc, 0.0, 0.0), self.arm_r[i] * self.u[i] - self.platform_com)
             d = (dot(f, p, Z, self.e[i]),)
             joints.append(Joint(f"platform_{i + 1}", "universal", f, p, s, d))
         self.joints = tuple(joints)
