@@ -75,6 +75,11 @@ class HardwareNode(LifecycleNode):
                                      (Trigger, "~/reset", r.on_reset, requests),
                                      (SetBool, "~/pause", r.on_pause, requests)):
             self.create_service(srv, name, cb, qos_profile=qos, callback_group=group)
+        try:
+            from delta_hardware.ros.pick_service import PickService   # in-function: delta_msgs is optional
+            self.pick_service = PickService(self, qos)
+        except ImportError:
+            self.pick_service = None                        # delta_msgs is not installed
         self.create_timer(1.0, lambda: publish_while_up(self, self.pub_diag, diagnostics(self, node_status(self))),
                           callback_group=safety, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._loop_failed = self.create_guard_condition(self._after_loop_error)

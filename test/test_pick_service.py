@@ -1,0 +1,160 @@
+"""The hardware node's ~/pick service (delta_msgs/srv/Pick) over real DDS on the simulated robot,
+in simulated time: a pick run ends at its start after the cycles with the plan's cycle time, a
+stop during a run holds it (latched: nothing of the run resumes), bad requests are refused with
+their reasons and the robot holds; a linear Delta runs a cycle too; ``delta-ctl pick`` prints
+the figures."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.ros
+
+from delta_dynamics.algorithms import forward_kinematics, inverse_kinematics
+from delta_dynamics.kinds import model_for
+from delta_dynamics.motion import plan_pick
+from delta_dynamics.motion.trajectories import workspace_centre
+from ros_helpers import SIM_TIME, HardwareProbe, NodeProcess, RosClient
+
+Pick = pytest.importorskip("delta_msgs.srv").Pick
+from geometry_msgs.msg import Point
+from std_srvs.srv import Trigger
+
+NT = model_for("nt_robot")
+A, B = [-0.1525, 0.0, -0.78], [0.1525, 0.0, -0.78]
+SCALE = 0.99                              # motion_limit_scale's default
+
+
+def request(a, b, **kw):
+    return Pick.Request(from_point=Point(x=float(a[0]), y=float(a[1]), z=float(a[2])),
+                        to_point=Point(x=float(b[0]), y=float(b[1]), z=float(b[2])), **kw)
+
+
+@pytest.fixture(scope="module")
+def stack():
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__ns:=/pk", "-r", "/clock:=/pk/clock",
+                       "-p", "feedforward:=model", *SIM_TIME)
+    client = RosClient("pick_test")
+    robot = HardwareProbe(client, namespace="/pk")
+    try:
+        robot.wait_ready(60.0)
+        yield node, client, robot
+    finally:
+        client.close()
+        code = node.stop()
+        out = node.output()
+        node.close()
+        assert code == 0, f"hardware node exited with {code}:\n{out[-3000:]}"
+        assert "Traceback" not in out, out[-3000:]
+
+
+def call(client, srv_type, name, req, timeout=120.0):
+    cli = client.node.create_client(srv_type, name)
+    try:
+        assert cli.wait_for_service(timeout_sec=30.0), f"{name} not there"
+        fut = cli.call_async(req)
+        assert client.spin_until(fut.done, timeout), f"{name} did not answer"
+        return fut.result()
+    finally:
+        client.node.destroy_client(cli)
+
+
+def test_a_pick_run_ends_at_its_start_with_the_plans_cycle_time(stack):
+    node, client, robot = stack
+    ref = plan_pick(NT, A, B, 0.025, 0.01, 0.05, limit_scale=SCALE)         # (seconds of CPU: before)
+    res = call(client, Pick, "/pk/delta_hardware/pick", request(A, B, cycles=2, dwell=0.05))
+    assert res.success, (res.message, node.output()[-3000:])
+    assert res.cycle_time == pytest.approx(ref.cycle_time, rel=1e-9)
+    assert res.picks_per_minute == pytest.approx(60.0 / ref.cycle_time, rel=1e-9)
+    assert res.duration > 2 * res.cycle_time                   # the move to the start first
+    # the platform goes up and across to B and back, and ends at A (the PD with the model's
+    # feedforward on the simulated plant settles to within 1.5 mm in 0.5 s, closer later)
+    t_end, seen = robot.sim_time + res.duration + 0.5, []
+    while robot.sim_time < t_end:
+        robot.wait_sim(0.01)
+        seen.append(forward_kinematics(NT, robot.q))
+    seen = np.array(seen)
+    assert seen[:, 0].max() > B[0] - 2e-3 and seen[:, 2].max() > A[2] + 0.02, seen[:, [0, 2]].max(axis=0)
+    np.testing.assert_allclose(seen[-1], A, atol=1.5e-3)
+    st = json.loads(call(client, Trigger, "/pk/delta_hardware/status", Trigger.Request()).message)
+    assert not st["stopped"], st
+
+
+@pytest.mark.parametrize("change, reason", [
+    (dict(b=[0.0, 0.0, -3.0]), "to_point (0, 0, -3) m is outside the workspace"),
+    (dict(a=[float("nan"), 0.0, -0.78]), "from_point must be 3 finite numbers"),
+    (dict(height=-0.01), "height must be a finite number >= 0 m"),
+    (dict(dwell=-1.0), "dwell must be a finite number >= 0 s"),
+    (dict(blend=float("inf")), "blend must be a finite number >= 0 m"),
+    (dict(cycles=0), "cycles must be an integer in [1, 100000]"),
+    (dict(height=0.01, blend=0.05), "does not fit"),
+])
+def test_bad_requests_are_refused_with_their_reason_and_the_robot_holds(stack, change, reason):
+    node, client, robot = stack
+    kw = dict(change)
+    a, b = kw.pop("a", A), kw.pop("b", B)
+    n0 = len(robot.events)
+    res = call(client, Pick, "/pk/delta_hardware/pick", request(a, b, **kw))
+    assert not res.success and reason in res.message, res.message
+    assert res.message.startswith("pick refused: ") and "\n" not in res.message
+    assert res.duration == res.cycle_time == res.picks_per_minute == 0.0
+    robot.event_after(n0, res.message)                      # said on ~/events too
+    assert not any("pick accepted" in e for e in robot.events[n0:]), robot.events[n0:]
+
+
+def test_a_plan_beyond_the_limits_is_refused(stack):
+    node, client, robot = stack
+    res = call(client, Pick, "/pk/delta_hardware/pick", request(A, B, cycles=100_000))
+    assert not res.success and "max_trajectory_points" in res.message, res.message
+
+
+def test_an_emergency_stop_during_a_run_holds_latched_and_a_stopped_node_refuses(stack):
+    node, client, robot = stack
+    res = call(client, Pick, "/pk/delta_hardware/pick", request(A, B, cycles=20))
+    assert res.success, res.message
+    robot.wait_sim(0.3)
+    stop = call(client, Trigger, "/pk/delta_hardware/emergency_stop", Trigger.Request())
+    assert stop.success, stop.message
+    robot.wait_sim(0.3)
+    q_stop = robot.q.copy()
+    robot.wait_sim(1.0)                                    # the run would go on for seconds
+    np.testing.assert_allclose(robot.q, q_stop, atol=1e-3)
+    st = json.loads(call(client, Trigger, "/pk/delta_hardware/status", Trigger.Request()).message)
+    assert st["stopped"], st
+    res = call(client, Pick, "/pk/delta_hardware/pick", request(A, B))
+    assert not res.success and "stopped" in res.message, res.message
+    reset = call(client, Trigger, "/pk/delta_hardware/reset", Trigger.Request())
+    assert reset.success, reset.message
+    robot.wait_sim(0.5)
+    np.testing.assert_allclose(robot.q, q_stop, atol=2e-3)       # reset holds; the run does not resume
+
+
+def test_a_stop_while_a_pick_is_planned_wins(stack):
+    """The stop comes while the node plans (the pick's answer is still out): whether the plan
+    was refused as void or reached the loop first, the robot does not run it."""
+    node, client, robot = stack
+    robot.wait_sim(0.2)
+    if json.loads(call(client, Trigger, "/pk/delta_hardware/status", Trigger.Request()).message)["stopped"]:
+        assert call(client, Trigger, "/pk/delta_hardware/reset", Trigger.Request()).success
+    pick_cli = client.node.create_client(Pick, "/pk/delta_hardware/pick")
+    stop_cli = client.node.create_client(Trigger, "/pk/delta_hardware/emergency_stop")
+    try:
+        assert pick_cli.wait_for_service(timeout_sec=30.0) and stop_cli.wait_for_service(timeout_sec=30.0)
+        n0 = len(robot.events)
+        far = [0.1, 0.1, -0.8]                               # from elsewhere: it would move at once
+        pick = pick_cli.call_async(request(far, [-0.1, -0.1, -0.8], cycles=5))
+        stop = stop_cli.call_async(Trigger.Request())
+        assert client.spin_until(lambda: pick.done() and stop.done(), 120.0)
+        assert stop.result().success, stop.result().message
+        robot.wait_sim(0.2)
+        q_stop = robot.q.copy()
+        robot.wait_sim(1.0)
+        np.testing.assert_allclose(robot.q, q_stop, atol=1e-3)
+        assert np.linalg.norm(forward_kinematics(NT, robot.q) - far) > 0.05
+        if not pick.result().success:
+            assert "void" in pick.result().message or "stopped" in pick.result().message, pick.result().message
+    finally:
+        client.node.destroy_client(pick_cli)
+        client.node.destroy_client(stop_cli)
