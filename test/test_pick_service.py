@@ -4,6 +4,7 @@ stop during a run holds it (latched: nothing of the run resumes), bad requests a
 their reasons and the robot holds; a linear Delta runs a cycle too; ``delta-ctl pick`` prints
 the figures."""
 import json
+import os
 import subprocess
 import sys
 
@@ -17,6 +18,8 @@ from delta_dynamics.kinds import model_for
 from delta_dynamics.motion import plan_pick
 from delta_dynamics.motion.trajectories import workspace_centre
 from ros_helpers import SIM_TIME, HardwareProbe, NodeProcess, RosClient
+
+CARRIAGES = ["carriage_1_joint", "carriage_2_joint", "carriage_3_joint"]
 
 Pick = pytest.importorskip("delta_msgs.srv").Pick
 from geometry_msgs.msg import Point
@@ -158,3 +161,52 @@ def test_a_stop_while_a_pick_is_planned_wins(stack):
     finally:
         client.node.destroy_client(pick_cli)
         client.node.destroy_client(stop_cli)
+
+
+def ctl(*args, timeout=300):
+    """Run delta-ctl in a process of its own (the installed command's module)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run([sys.executable, "-m", "delta_bringup.ctl", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_ctl_pick_prints_the_cycle_time_and_picks_per_minute_and_waits_for_the_end(stack):
+    node, client, robot = stack
+    if json.loads(call(client, Trigger, "/pk/delta_hardware/status", Trigger.Request()).message)["stopped"]:
+        assert call(client, Trigger, "/pk/delta_hardware/reset", Trigger.Request()).success
+    ref = plan_pick(NT, A, B, 0.02, 0.008, 0.1, limit_scale=SCALE)
+    r = ctl("--namespace", "pk", "pick", *map(str, A + B), "--height", "0.02", "--blend", "0.008", "--dwell", "0.1",
+            "--wait")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert f"cycle time {ref.cycle_time:.4f} s, {ref.picks_per_minute:.1f} picks per minute" in lines[1], r.stdout
+    assert lines[-1].startswith("trajectory finished"), r.stdout
+    r = ctl("--namespace", "pk", "pick", *map(str, A + B), "--cycles", "0")
+    assert r.returncode == 1 and "pick refused: cycles must be an integer in [1, 100000]" in r.stdout, r.stdout
+
+
+def test_a_linear_delta_runs_a_pick_cycle():
+    lin = model_for("colombo2020")
+    c = workspace_centre(lin)
+    a, b = (c + [-0.05, 0, 0]).tolist(), (c + [0.05, 0, 0]).tolist()
+    ref = plan_pick(lin, a, b, 0.02, 0.008, 0.05, limit_scale=SCALE)
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__ns:=/lpk", "-r", "/clock:=/lpk/clock",
+                       "-p", "robot:=colombo2020", "-p", "feedforward:=model", *SIM_TIME)
+    client = RosClient("pick_linear_test")
+    robot = HardwareProbe(client, namespace="/lpk", hardware_id="colombo2020", joints=CARRIAGES)
+    try:
+        robot.wait_ready(60.0)
+        res = call(client, Pick, "/lpk/delta_hardware/pick", request(a, b, height=0.02, blend=0.008))
+        assert res.success, (res.message, node.output()[-3000:])
+        assert res.cycle_time == pytest.approx(ref.cycle_time, rel=1e-9)
+        t_end, seen = robot.sim_time + res.duration + 0.5, []
+        while robot.sim_time < t_end:
+            robot.wait_sim(0.01)
+            seen.append(forward_kinematics(lin, robot.q))
+        seen = np.array(seen)
+        assert seen[:, 0].max() > b[0] - 2e-3, seen[:, 0].max()
+        np.testing.assert_allclose(seen[-1], a, atol=1.5e-3)
+    finally:
+        client.close()
+        assert node.stop() == 0
+        node.close()
