@@ -108,9 +108,18 @@ def test_bad_requests_are_refused_with_their_reason_and_the_robot_holds(stack, c
 
 
 def test_a_plan_beyond_the_limits_is_refused(stack):
+    """Too many knots; and planned to the limits themselves (motion_limit_scale 1: TOPP-RA meets
+    them at its gridpoints, a hair above between), the node's plan check refuses the run."""
     node, client, robot = stack
     res = call(client, Pick, "/pk/delta_hardware/pick", request(A, B, cycles=100_000))
     assert not res.success and "max_trajectory_points" in res.message, res.message
+    assert not client.set_parameter("pk/delta_hardware", "motion_limit_scale", 1.5).successful
+    assert client.set_parameter("pk/delta_hardware", "motion_limit_scale", 1.0).successful
+    try:
+        res = call(client, Pick, "/pk/delta_hardware/pick", request(A, B))
+        assert not res.success and "too fast" in res.message and "exceeds its limit" in res.message, res.message
+    finally:
+        assert client.set_parameter("pk/delta_hardware", "motion_limit_scale", 0.99).successful
 
 
 def test_an_emergency_stop_during_a_run_holds_latched_and_a_stopped_node_refuses(stack):

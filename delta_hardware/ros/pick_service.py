@@ -7,10 +7,7 @@ its own on the node's multi-threaded executor, so planning (TOPP-RA, tens to hun
 never delays ``~/emergency_stop`` or ``~/status``. The request's reception time goes with the
 plan: a stop received during planning or before the plan reaches the loop voids it (the stop
 is latched), as for every trajectory. Planning: :mod:`delta_hardware.pick_run`; the plan and
-its checks: :mod:`delta_hardware.knot_plan`.
-
-The model the node plans with is the loop's: the ``feedforward_robot`` file (an identified
-model) when set, else the ``robot`` file.
+its checks and the model: :mod:`delta_hardware.ros.timed_motion`.
 """
 from __future__ import annotations
 
@@ -20,30 +17,10 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
 from delta_core.robot_file import RobotFileError
 from delta_core.ros.rclpy_adapter import request_received_ns
-from delta_dynamics.kinds import model_for
 from delta_hardware.drives import DriveError
-from delta_hardware.knot_plan import knot_plan
 from delta_hardware.pick_run import PickRefused, plan_pick_run
-from delta_hardware.ros.parameters import load_bounded
+from delta_hardware.ros.timed_motion import PlanningModel, limit_scale, submit_knots
 from delta_hardware.trajectory_plan import TrajectoryRejected
-
-
-class PlanningModel:
-    """The model ``node`` plans with: its ``feedforward_robot`` (loaded once per file name) or
-    its driven model."""
-
-    def __init__(self, node):
-        self.node = node
-        self._cache = ("", None)
-
-    def __call__(self):
-        """The current planning model (reads a changed ``feedforward_robot`` file, bounded in time)."""
-        name = self.node.get_parameter("feedforward_robot").value
-        if not name:
-            return self.node.model
-        if self._cache[0] != name:
-            self._cache = (name, model_for(load_bounded(name)))
-        return self._cache[1]
 
 
 class PickService:
@@ -83,19 +60,12 @@ class PickService:
         params = node.params()
         run = plan_pick_run(self.model(), current.q, p(request.from_point), p(request.to_point),
                             float(request.height), float(request.blend), float(request.dwell), int(request.cycles),
-                            limit_scale=float(params["motion_limit_scale"]),
+                            limit_scale=limit_scale(node),
                             max_points=int(params["max_trajectory_points"]))
         if run.duration > float(params["max_trajectory_duration"]):
             raise PickRefused(f"the run lasts {run.duration:.4g} s, more than max_trajectory_duration "
                               f"{params['max_trajectory_duration']:g} s; ask for fewer cycles")
-        why = node.loop.void(rx) or node.loop.stopped_reason
-        if why:                                        # a stop came while it was planned: it wins
-            raise PickRefused(f"the robot stopped while the run was planned ({why})")
-        now = node.now()
-        plan = knot_plan(node.model, now, node.loop.current_setpoint(), run.knots, limits=node.loop.limits(),
-                         abort=lambda: node.loop.void(rx))
-        plan.on_receipt = True                        # it starts when the loop takes it
-        node.requests.submit_plan("pick", plan, len(run.knots.t), now, rx)
+        submit_knots(node, "pick", run.knots, rx)
         text = (f"{request.cycles} cycles of {run.cycle_time:.4f} s ({run.picks_per_minute:.1f} picks/min)"
                 f"{f' after {run.approach:.3f} s to the start' if run.approach else ''}, {run.duration:.3f} s "
                 f"in all; planned in {run.planning_time * 1e3:.0f} ms")
