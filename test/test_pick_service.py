@@ -152,14 +152,17 @@ def test_a_stop_while_a_pick_is_planned_wins(stack):
         assert call(client, Trigger, "/pk/delta_hardware/reset", Trigger.Request()).success
     pick_cli = client.node.create_client(Pick, "/pk/delta_hardware/pick")
     stop_cli = client.node.create_client(Trigger, "/pk/delta_hardware/emergency_stop")
+    status_cli = client.node.create_client(Trigger, "/pk/delta_hardware/status")
     try:
-        assert pick_cli.wait_for_service(timeout_sec=30.0) and stop_cli.wait_for_service(timeout_sec=30.0)
+        assert all(c.wait_for_service(timeout_sec=30.0) for c in (pick_cli, stop_cli, status_cli))
         n0 = len(robot.events)
         far = [0.1, 0.1, -0.8]                               # from elsewhere: it would move at once
         pick = pick_cli.call_async(request(far, [-0.1, -0.1, -0.8], cycles=5))
         stop = stop_cli.call_async(Trigger.Request())
-        assert client.spin_until(lambda: pick.done() and stop.done(), 120.0)
+        status = status_cli.call_async(Trigger.Request())
+        assert client.spin_until(lambda: pick.done() and stop.done() and status.done(), 120.0)
         assert stop.result().success, stop.result().message
+        assert json.loads(status.result().message)["lifecycle"] == "active"
         robot.wait_sim(0.2)
         q_stop = robot.q.copy()
         robot.wait_sim(1.0)
@@ -168,8 +171,8 @@ def test_a_stop_while_a_pick_is_planned_wins(stack):
         if not pick.result().success:
             assert "void" in pick.result().message or "stopped" in pick.result().message, pick.result().message
     finally:
-        client.node.destroy_client(pick_cli)
-        client.node.destroy_client(stop_cli)
+        for c in (pick_cli, stop_cli, status_cli):
+            client.node.destroy_client(c)
 
 
 def ctl(*args, timeout=300):
