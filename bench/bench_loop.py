@@ -57,7 +57,7 @@ def client(seconds: float) -> dict:
     from std_srvs.srv import Trigger
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer
+    from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer, waiting_by
 
     rclpy.init()
     node = rclpy.create_node("bench_loop_client")
@@ -68,11 +68,7 @@ def client(seconds: float) -> dict:
     cmd = node.create_publisher(JointState, "/delta/joint_commands", 10)
     status = node.create_client(Trigger, "/delta_hardware/status")
 
-    def spin_within(seconds, done):
-        deadline = time.monotonic() + seconds
-        while not done() and time.monotonic() < deadline:
-            rclpy.spin_once(node, timeout_sec=0.02)
-        return done()
+    spin_within = waiting_by(lambda: rclpy.spin_once(node, timeout_sec=0.02))
 
     def call_status():                               # a query: repeated while its answer is lost
         try:

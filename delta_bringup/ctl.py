@@ -39,7 +39,7 @@ import time
 
 from delta_bringup.main import missing_ros
 from delta_core.ros.names import check_namespace, check_prefix
-from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer
+from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer, waiting_by
 
 PROG = "delta-ctl"
 PLATFORM = ("platform_x", "platform_y", "platform_z")
@@ -185,12 +185,8 @@ class Stack:
 
     def spin(self, seconds: float, until=None) -> bool:
         """Spin for up to ``seconds`` (s) until ``until()`` is true; whether it is (True without ``until``)."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.05)
-            if until is not None and until():
-                return True
-        return until() if until is not None else True
+        return waiting_by(lambda: self.executor.spin_once(timeout_sec=0.05))(
+            seconds, until if until is not None else lambda: False) or until is None
 
     def where(self) -> str:
         """The hardware node's full name, e.g. ``r1/delta_hardware`` (for messages)."""

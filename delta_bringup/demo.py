@@ -42,7 +42,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from delta_core.robot_file import load_robot, save_robot
 from delta_core.ros.node_util import DEFAULT_ROBOT
-from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer
+from delta_core.ros.rclpy_adapter import share_time
+from delta_core.ros.service_call import RESEND_PERIOD, NoAnswer, answer, waiting_by
 from delta_dynamics.algorithms import (forward_kinematics, inverse_kinematics, joint_state, parameter_names,
                                        workspace_centre)
 from delta_dynamics.identification.excitation import design_excitation as design
@@ -52,14 +53,8 @@ from delta_dynamics.motion.trajectories import pick_place
 from delta_hardware.ros.messages import to_duration, to_time
 
 
-def _sleep_until(seconds: float, done) -> bool:
-    """Sleep in 10 ms steps for up to ``seconds`` until ``done()``; whether it is."""
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-    return True
+#: sleep in 10 ms steps (the bringup's thread spins the demo's node) for up to ``seconds`` until ``done()``
+_sleep_until = waiting_by(lambda: time.sleep(0.01))
 
 
 def _with(obj, **changes):
@@ -161,9 +156,10 @@ def demo_excitation(model):
 
 class Demo:
     """The demo session (module docstring): a node ``delta_demo`` that drives the stack's hardware and
-    identification nodes over ROS and records the joint states."""
+    identification nodes over ROS and records the joint states. ``time_owner``: a node of this
+    process whose clock the demo's node shares (one ``/clock`` subscription per process)."""
 
-    def __init__(self, args, excitation):
+    def __init__(self, args, excitation, time_owner=None):
         import rclpy
         self.args = args
         self.excite = excitation
@@ -174,7 +170,11 @@ class Demo:
         # joint names with the stack's prefix; every name below is relative to the stack's
         # namespace (delta-bringup --namespace), which this process's node shares
         self.names = [(args.prefix or "") + n for n in self.model.joint_names]
-        self.node = rclpy.create_node("delta_demo")
+        if time_owner is None:
+            self.node = rclpy.create_node("delta_demo")
+        else:       # the time of time_owner, a node of this process: one /clock subscription per process
+            self.node = rclpy.create_node("delta_demo", parameter_overrides=[Parameter("use_sim_time", value=False)])
+            share_time(time_owner, self.node.get_clock())
         self.js = np.zeros((2_000_000, 7))             # t, q(3), effort(3): numpy rows, no GC load
         self.n_js = 0
         self.events = []

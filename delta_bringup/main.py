@@ -318,7 +318,7 @@ def main(argv=None) -> int:
         executor.add_node(node)
         if args.demo:
             from delta_bringup.demo import Demo     # in-function: rclpy, with --demo only
-            demo = Demo(args, args.excitation)
+            demo = Demo(args, args.excitation, time_owner=node)
             executor.add_node(demo.node)
             worker = threading.Thread(target=demo.run_and_report, args=(stop,), daemon=True)
             worker.start()

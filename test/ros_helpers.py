@@ -17,7 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rcl_interfaces.srv import SetParameters
 
-from delta_core.ros.service_call import NoAnswer, answer
+from delta_core.ros.service_call import NoAnswer, answer, waiting_by
 
 
 def patience() -> float:
@@ -160,12 +160,7 @@ class RosClient:
 
     def spin_within(self, seconds: float, done) -> bool:
         """Spin for up to ``seconds`` (not stretched) until ``done()``; whether it is."""
-        deadline = time.monotonic() + seconds
-        while not done():
-            if time.monotonic() >= deadline:
-                return False
-            self.executor.spin_once(timeout_sec=0.02)
-        return True
+        return waiting_by(lambda: self.executor.spin_once(timeout_sec=0.02))(seconds, done)
 
     def spin_for(self, seconds: float):
         deadline = time.monotonic() + seconds

@@ -78,6 +78,25 @@ def run_goal(robot, action, goal, timeout=60.0):
     return True, res.result().status, res.result().result, feedback, robot.events[n0:]
 
 
+def test_the_action_runs_on_the_hardware_nodes_time_with_no_clock_subscription_of_its_own(stack):
+    """The companion node's clock is the hardware node's simulated time (a goal's accepted stamp),
+    set in-process: neither node of the hardware process subscribes /clock, which it publishes."""
+    _, robot, action = stack
+    robot.wait_sim(0.1)
+    # the node's clock is at least the newest stamp seen, less a /clock period (clock_rate 100 Hz)
+    q, t0 = robot.q.copy(), robot.sim_time - 0.02
+    fut = action.send_goal_async(joint_goal(ARMS, [(0.2, q)]))
+    assert robot.c.spin_until(fut.done, 20.0), "no goal response"
+    handle = fut.result()
+    assert handle.accepted
+    stamp = handle.stamp.sec + 1e-9 * handle.stamp.nanosec
+    assert t0 <= stamp < t0 + 100.0, (stamp, t0)        # simulated time, not the wall clock (~1.8e9 s)
+    res = handle.get_result_async()
+    assert robot.c.spin_until(res.done, 60.0), "no result"
+    readers = {info.node_name for info in robot.c.node.get_subscriptions_info_by_topic(f"{NS}/clock")}
+    assert not readers & {"delta_hardware", "delta_hardware_actions"}, readers
+
+
 def joint_goal(names, points, **tolerances):
     traj = JointTrajectory(joint_names=list(names))
     for t, q in points:

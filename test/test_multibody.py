@@ -13,7 +13,7 @@ from delta_dynamics.reference.multibody.dynamics import (Evaluation, Friction, S
                                                          place_platform, quadratic_terms, residuals,
                                                          violation)
 from delta_dynamics.reference.multibody.euler import from_rotation, g_matrix, rotate_by, rotation
-from delta_dynamics.reference.multibody.integrate import _apply, step_semi_implicit
+from delta_dynamics.reference.multibody.integrate import move_bodies, step_semi_implicit
 from delta_dynamics.reference.multibody.reactions import inverse_dynamics
 from delta_dynamics.reference.multibody.simulation import simulate
 from delta_dynamics.reference.multibody.system import MultibodySystem
@@ -65,13 +65,13 @@ def test_constraint_jacobian_and_quadratic_terms_match_finite_differences(system
     d = rng.normal(size=6 * s.n_bodies)
     h = 1e-6
     plus, minus = st.copy(), st.copy()
-    _apply(plus, h * d)
-    _apply(minus, -h * d)
+    move_bodies(plus, h * d)
+    move_bodies(minus, -h * d)
     np.testing.assert_allclose((residuals(s, plus) - residuals(s, minus)) / (2 * h), ev.J @ d, atol=1e-8)
     # along the motion: d/dt (C_q z) with z held = -Q_d
     z = st.z
     moved = st.copy()
-    _apply(moved, 1e-6 * z)
+    move_bodies(moved, 1e-6 * z)
     ev2 = Evaluation(s)
     evaluate(s, ev2, moved)
     np.testing.assert_allclose((ev2.J @ z - ev.J @ z) / 1e-6, -quadratic_terms(s, ev, st), atol=1e-5)

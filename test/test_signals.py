@@ -96,8 +96,8 @@ def test_a_signal_during_a_finalizer_raises_nothing_there():
     drop it. Elsewhere the first signal raises KeyboardInterrupt, a second one nothing."""
     import sys
 
-    from delta_core.ros.node_util import _StopOnce
-    handler = _StopOnce()
+    from delta_core.ros.node_util import StopOnce
+    handler = StopOnce()
     raised = []
 
     class Finalised:
@@ -123,8 +123,8 @@ def test_a_signal_while_rclpy_builds_a_task_leaves_it_whole(monkeypatch):
 
     from rclpy.task import Future, Task
 
-    from delta_core.ros.node_util import _StopOnce
-    handler = _StopOnce()
+    from delta_core.ros.node_util import StopOnce
+    handler = StopOnce()
     raised = []
     set_executor = Future._set_executor
 

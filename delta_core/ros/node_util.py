@@ -102,7 +102,7 @@ def _no_raise_here(frame) -> bool:
     return False
 
 
-class _StopOnce:
+class StopOnce:
     """Python-level SIGINT/SIGTERM handler, called by rclpy's handler after it has started the
     shutdown: the first signal raises KeyboardInterrupt in the main thread (as Python's default
     SIGINT handler does, so the spin ends even if the executor is asleep), later ones are ignored so
@@ -180,7 +180,7 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
     arguments (an unreadable ``--params-file``: one line on stderr). ``multithreaded``
     spins a MultiThreadedExecutor (for nodes whose callbacks wait on service calls);
     ``executor_factory``, a function returning one, any other executor."""
-    handler = _StopOnce()
+    handler = StopOnce()
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
     stop_with_parent()

@@ -1,4 +1,4 @@
-"""The three hooks rclpy (Jazzy) lacks, in one place; every private rclpy name the stack uses is here.
+"""The four hooks rclpy (Jazzy) lacks, in one place; every private rclpy name the stack uses is here.
 
 1. **When a service request was received.** A latched stop must void the requests queued
    before it (a reset sent before an emergency stop must not undo it), so the hardware node
@@ -18,6 +18,13 @@
    or has queued (it tests the flag it has just set) and destroys the guard condition each of
    them triggers when it ends: rclpy then prints "The following exception was never retrieved"
    at exit. :func:`settle` waits for them on the executor's private thread pool (``_executor``).
+4. **Simulated time without a /clock subscription per node of the process.** With
+   ``use_sim_time`` every rclpy node subscribes ``/clock`` and pays an executor wake-up (about
+   1 ms of CPU, more on a multi-threaded executor) per message. rclpy's ``TimeSource`` (the
+   node's private ``_time_source``) can drive other clocks (``attach_clock``) and be fed
+   directly (``clock_callback``): :func:`share_time` drives a companion node's clock from its
+   owner's, :func:`feed_own_time` lets the node that publishes ``/clock`` set its own time
+   where it publishes it, instead of receiving its own message back.
 """
 from __future__ import annotations
 
@@ -104,6 +111,26 @@ def trigger(transition) -> bool:
         return transition() == TransitionCallbackReturn.SUCCESS
     except RCLError:
         return False
+
+
+def share_time(owner, clock) -> None:
+    """Drive ``clock`` (a ``ROS_TIME`` clock of another node in this process, made with
+    ``use_sim_time`` false) from ``owner``'s time source: simulated time whenever ``owner``
+    uses it, with no ``/clock`` subscription of its own (module docstring, 4)."""
+    owner._time_source.attach_clock(clock)
+
+
+def feed_own_time(node):
+    """For the node that publishes ``/clock``: drop its own ``/clock`` subscription (also when
+    ``use_sim_time`` is set later) and return ``feed(msg)``, which sets the time of the node and
+    of every clock shared with it (:func:`share_time`) to a ``rosgraph_msgs/Clock`` message,
+    to be called with each message it publishes (module docstring, 4)."""
+    source = node._time_source
+    source._subscribe_to_clock_topic = lambda: None
+    if source._clock_sub is not None:
+        node.destroy_subscription(source._clock_sub)
+        source._clock_sub = None
+    return source.clock_callback
 
 
 def settle(executor, timeout: float) -> None:

@@ -15,6 +15,28 @@ import time
 RESEND_PERIOD = 1.0
 
 
+def waiting_by(step):
+    """A ``wait(seconds, done) -> bool`` for :func:`answer` (and any other wait for a
+    condition): calls ``step()`` (spin an executor once, or sleep a little while another
+    thread spins one) until ``done()`` or ``seconds`` have passed; whether ``done()`` holds.
+
+    >>> ticks = []
+    >>> wait = waiting_by(lambda: ticks.append(1))
+    >>> wait(5.0, lambda: len(ticks) >= 3), len(ticks)
+    (True, 3)
+    >>> wait(0.0, lambda: False)
+    False
+    """
+    def wait(seconds: float, done) -> bool:
+        deadline = time.monotonic() + seconds
+        while not done():
+            if time.monotonic() >= deadline:
+                return False
+            step()
+        return True
+    return wait
+
+
 class NoAnswer(TimeoutError):
     """A service did not answer in time (the message names it and the number of requests sent)."""
 

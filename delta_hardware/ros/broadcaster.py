@@ -8,7 +8,8 @@ reliable, a deep history so that a busy subscriber catches up: identification wi
 bags lose nothing), ``/delta/desired_state`` (``publish_desired_state``: the setpoint one period
 ahead, for a feedforward source: with ``feedforward: topic``), ``/clock`` when the
 loop owns simulated time (at ``clock_rate`` Hz of simulated time, as Gazebo's ``publish_rate``:
-every message costs each sim-time node a callback, about 0.8 ms of rclpy's CPU; the time a
+every message costs each sim-time node a callback, about 0.8 ms of rclpy's CPU; this node's
+own time, and its action companion's, is set where the message is published, not received back; the time a
 pause or stop holds is always sent, exactly; repeated every :data:`CLOCK_HOLD_PERIOD` s of the steady clock
 while simulated time stands still, as Gazebo's paused clock does: a node that joined late or
 lost a message, rclpy subscribes ``/clock`` best effort, still reads the time), the events
@@ -28,6 +29,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from delta_core.ros.rclpy_adapter import feed_own_time
 from delta_hardware.loop_link import FLAG_ACTIVATED, FLAG_PREVIEW
 from delta_hardware.ros.messages import to_time
 
@@ -51,6 +53,8 @@ class Broadcaster:
         self.pub_desired = node.create_publisher(JointTrajectory, "delta/desired_state", QoSProfile(depth=10))
         # absolute; a namespaced stack remaps it to <ns>/clock for all its nodes (clock_remap)
         self.pub_clock = node.create_publisher(ClockMsg, "/clock", QoSProfile(depth=1)) if owns_time else None
+        # the node's own time is set where /clock is published, not received back over DDS
+        self._feed_time = feed_own_time(node) if owns_time else None
         self.published = 0
         self.lost = 0
         self._lost_reported = 0
@@ -148,7 +152,9 @@ class Broadcaster:
     def _send_clock(self, t: float, again: bool = False) -> None:
         if self._clock_sent is not None and (t < self._clock_sent or (t == self._clock_sent and not again)):
             return                                   # never backwards, repeated only while time stands still
-        self.pub_clock.publish(ClockMsg(clock=to_time(t)))
+        msg = ClockMsg(clock=to_time(t))
+        self._feed_time(msg)
+        self.pub_clock.publish(msg)
         self._clock_sent, self._clock_at = t, time.monotonic()
 
     def _publish(self, rec) -> None:

@@ -45,7 +45,9 @@ spun by an executor thread of its own (executing a goal blocks for the trajector
 duration, and the hardware node's single-threaded executor must keep its other callbacks
 fast). The companion ignores the process's global ``--ros-args`` (a ``__node:=`` remap from
 ``ros2 launch`` would otherwise rename it to the hardware node's name too) and has no
-parameter services; it follows the hardware node's ``/clock`` remap. The action keeps the
+parameter services; its clock is the hardware node's (simulated time when that node uses it),
+set by the hardware node's time source rather than a ``/clock`` subscription of its own
+(:func:`~delta_core.ros.rclpy_adapter.share_time`). The action keeps the
 hardware node's name: ``<ns>/<hardware node>/follow_joint_trajectory``. :meth:`destroy`
 ends running goals, shuts the executor down and joins its thread before the nodes go.
 """
@@ -63,6 +65,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoint
 
+from delta_core.ros.rclpy_adapter import share_time
 from delta_dynamics.algorithms import forward_kinematics, jacobian
 from delta_hardware.drives import DriveError
 from delta_hardware.pick_run import retime_joint_path
@@ -150,12 +153,11 @@ class FollowJointTrajectoryServer:
         self._executing = 0
         self._cv = threading.Condition()
         self._prepared: dict = {}
-        clock_topic = node.resolve_topic_name("/clock")
         self.host = rclpy.create_node(
             f"{node.get_name()}_actions", namespace=node.get_namespace(), context=node.context,
             use_global_arguments=False, start_parameter_services=False,
-            cli_args=["--ros-args", "-r", f"/clock:={clock_topic}"],
-            parameter_overrides=[Parameter("use_sim_time", value=bool(node.get_parameter("use_sim_time").value))])
+            parameter_overrides=[Parameter("use_sim_time", value=False)])
+        share_time(node, self.host.get_clock())          # the node's time, no /clock subscription of its own
         self.action_name = f"{node.get_fully_qualified_name()}/follow_joint_trajectory"
         self.server = ActionServer(self.host, FollowJointTrajectory, self.action_name,
                                    execute_callback=self._execute, goal_callback=self._on_goal,

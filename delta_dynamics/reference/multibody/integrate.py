@@ -50,7 +50,7 @@ PROJECTION_TOL = 1e-13
 PLANT_TOL = 1e-11
 
 
-def _apply(st: State, delta) -> None:
+def move_bodies(st: State, delta) -> None:
     """Move the bodies by delta = (dR, dphi) per body (dphi: a world rotation vector)."""
     d = delta.reshape(-1, 2, 3)
     st.pos += d[:, 0]
@@ -69,7 +69,7 @@ def project_positions(s: MultibodySystem, ev: Evaluation, st: State, iterations:
             break
         if refresh:
             evaluate(s, ev, st)
-        _apply(st, -(ev.Minv @ (ev.J.T @ schur_solve(ev, phi))))
+        move_bodies(st, -(ev.Minv @ (ev.J.T @ schur_solve(ev, phi))))
         phi = residuals(s, st)
         v = violation(s, phi)
     return v
