@@ -13,6 +13,7 @@ same names (:mod:`delta_hardware.ros.stack_guard`), starts the loop process (rob
 drives; ``cleanup`` ends the process. A loop that dies quick-stops its drives and takes the node
 through error processing to unconfigured. With ``autostart`` (default) the node walks itself to
 active. Callbacks: e-stop, status and diagnostics in one group, reset and pause in another,
+``~/pick`` (where delta_msgs is installed: it plans for a while) in its own,
 everything else (parameters, lifecycle, messages) in the default one, on a multi-threaded
 executor: whatever else runs, the e-stop and the status answer.
 """
