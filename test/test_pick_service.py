@@ -107,6 +107,28 @@ def test_bad_requests_are_refused_with_their_reason_and_the_robot_holds(stack, c
     assert not any("pick accepted" in e for e in robot.events[n0:]), robot.events[n0:]
 
 
+def test_the_node_plans_with_its_current_model_the_feedforward_robot(stack, tmp_path):
+    """feedforward_robot (an identified file: here 2 kg of payload) is the model ~/pick plans
+    with: the cycle time is that model's, not the nominal one's."""
+    from delta_core.robot_file import load_robot, save_robot
+    node, client, robot = stack
+    r = load_robot("nt_robot")
+    heavy = save_robot(r.replace(mass=r.mass.__class__(**{**r.mass.__dict__, "payload_mass": 2.0})),
+                       tmp_path / "identified.yaml")
+    ref = plan_pick(model_for(str(heavy)), A, B, limit_scale=SCALE)
+    nominal = plan_pick(NT, A, B, limit_scale=SCALE)
+    assert ref.cycle_time > nominal.cycle_time * 1.02
+    robot.wait_sim(0.3)
+    assert client.set_parameter("pk/delta_hardware", "feedforward_robot", str(heavy)).successful
+    try:
+        res = call(client, Pick, "/pk/delta_hardware/pick", request(A, B))
+        assert res.success, res.message
+        assert res.cycle_time == pytest.approx(ref.cycle_time, rel=1e-9)
+        robot.wait_sim(res.duration + 0.3)
+    finally:
+        assert client.set_parameter("pk/delta_hardware", "feedforward_robot", "").successful
+
+
 def test_a_plan_beyond_the_limits_is_refused(stack):
     """Too many knots; and planned to the limits themselves (motion_limit_scale 1: TOPP-RA meets
     them at its gridpoints, a hair above between), the node's plan check refuses the run."""
