@@ -244,3 +244,19 @@ def test_a_linear_delta_runs_a_pick_cycle():
         client.close()
         assert node.stop() == 0
         node.close()
+
+
+def test_an_inactive_node_refuses_a_pick(stack):
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState
+    node, client, robot = stack
+    change = client.node.create_client(ChangeState, "/pk/delta_hardware/change_state")
+    try:
+        assert client.call(change, ChangeState.Request(transition=Transition(id=Transition.TRANSITION_DEACTIVATE)),
+                           timeout=60).success
+        res = call(client, Pick, "/pk/delta_hardware/pick", request(A, B))
+        assert not res.success and res.message == "pick refused: the hardware node is not active", res.message
+    finally:
+        assert client.call(change, ChangeState.Request(transition=Transition(id=Transition.TRANSITION_ACTIVATE)),
+                           timeout=60).success
+        client.node.destroy_client(change)
