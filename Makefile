@@ -22,10 +22,12 @@ setup: $(STAMP)
 
 # Re-run pip only when the packaging inputs change (a new top-level package too: the editable
 # install maps the packages it found when it was made). Then control_msgs (FollowJointTrajectory)
-# is built into the venv unless a ROS install has it (interfaces/README.md: cmake + gcc, about
-# 65 s of CPU the first time, a no-op after).
+# and delta_msgs (the ~/pick service) are built into the venv unless a ROS install has them
+# (interfaces/README.md: cmake + gcc, about 65 s of CPU for control_msgs and a minute or two of
+# wall time for delta_msgs the first time, a no-op after).
 $(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-dev.txt requirements-klipper.txt \
-          $(wildcard */__init__.py) $(wildcard interfaces/*.* interfaces/control_msgs/*.* interfaces/control_msgs/*/*)
+          $(wildcard */__init__.py) $(wildcard interfaces/*.* interfaces/control_msgs/*.* interfaces/control_msgs/*/* \
+            interfaces/delta_msgs/*.* interfaces/delta_msgs/*/*)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements-ros.txt -r requirements-dev.txt
 	$(PY) -m pip install -q --no-deps -r requirements-klipper.txt

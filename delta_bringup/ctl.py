@@ -8,6 +8,8 @@
     delta-ctl move 0.05 0.0 -0.75 [--duration 1.5] [--wait]   # platform to a point (m, base_link)
     delta-ctl move --joints 0.3 0.3 0.3                       # arm joints to angles (rad)
     delta-ctl run trajectory.csv [--approach 2] [--wait]      # a platform trajectory file
+    delta-ctl pick -0.15 0 -0.78 0.15 0 -0.78 [--height 0.025] [--blend 0.01] [--dwell 0.05] [--cycles N] [--wait]
+                                            # time-optimal pick-and-place cycles (~/pick; docs/motion.md)
     delta-ctl pause | resume                # simulated time (the simulated robot, use_sim_time)
     delta-ctl record [TOPICS] --out DIR [--storage mcap|sqlite3]   # a rosbag2 bag, until Ctrl-C
 
@@ -21,7 +23,9 @@ The stack is found on the ROS network of ``ROS_DOMAIN_ID`` (and
 (accepted / rejected with the reason); ``--wait`` also waits for the end of the motion. A
 trajectory file is a ``delta-dynamics`` platform trajectory CSV (``t,x,y,z[,xd,...,zdd]``,
 ``delta_dynamics/data_files/trajectory.py``); it starts ``--approach`` s from now (the robot moves to
-its first point meanwhile) when its first time is 0.
+its first point meanwhile) when its first time is 0. ``pick`` calls the node's ``~/pick``
+service (it plans the door from the first point to the second and back, time-optimally, and
+runs it) and prints the cycle time and the picks per minute; ``--wait`` waits for the end.
 
 Exit status: 0 done; 1 the stack refused or is not running (the reason on stderr); 2 bad
 arguments or input file, ``delta-ctl: error: <message>``, never a traceback.
@@ -92,8 +96,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--approach", type=_positive, default=2.0,
                    help="s to reach the first point when the file starts at t = 0 (default 2)")
     p.add_argument("--wait", action="store_true", help="wait for the end of the motion")
+    _pick_parser(sub)
     _record_parser(sub)
     return ap
+
+
+def _pick_parser(sub):
+    """``pick``: time-optimal pick-and-place cycles on the hardware node (``~/pick``)."""
+    p = sub.add_parser("pick", help="time-optimal pick-and-place cycles between two points (m, base_link)")
+    p.add_argument("points", nargs=6, type=_number, metavar="XYZ",
+                   help="X1 Y1 Z1 X2 Y2 Z2: the from (pick) and to (place) points, m")
+    p.add_argument("--height", type=_number, default=0.025, help="m up at each end (default 0.025)")
+    p.add_argument("--blend", type=_number, default=0.01, help="m, corner blend radius (default 0.01)")
+    p.add_argument("--dwell", type=_number, default=0.05, help="s at each end (default 0.05)")
+    p.add_argument("--cycles", type=int, default=1, help="there-and-back cycles (default 1)")
+    p.add_argument("--wait", action="store_true", help="wait for the end of the run")
 
 
 def _record_parser(sub):
@@ -120,6 +137,8 @@ def parse_args(argv):
     if args.command == "move":
         if (args.joints is None) == (len(args.point) != 3) or (args.joints is not None and args.point):
             ap.error("move takes a point x y z (m) or --joints Q1 Q2 Q3 (rad)")
+    if args.command == "pick" and not 0 <= args.cycles < 2 ** 32:
+        ap.error(f"pick --cycles must be a whole number >= 1, got {args.cycles}")
     return args
 
 
@@ -173,23 +192,24 @@ class Stack:
         """The hardware node's full name, e.g. ``r1/delta_hardware`` (for messages)."""
         return f"{self.args.namespace}/{self.args.node}" if self.args.namespace else f"/{self.args.node}"
 
-    def call(self, srv_type, name, request, resend: bool = False):
+    def call(self, srv_type, name, request, resend: bool = False, wait: float | None = None):
         """Call the hardware node's service ``name`` with ``request``; its response, or Failed if the
         service is not there or does not answer within ``--timeout``.
 
         ``resend``: the request is safe to repeat (a query, a stop, a pause) and is sent again every
         second while unanswered (:mod:`delta_core.ros.service_call` says why). A reset is never
-        repeated: a copy arriving after a new stop would clear that stop."""
+        repeated: a copy arriving after a new stop would clear that stop. ``wait``: s to wait for
+        the answer (default ``--timeout``)."""
         client = self.node.create_client(srv_type, self.base + name)
         try:
             if not self.spin(self.args.timeout, client.service_is_ready):
                 raise Failed(f"no {self.where()}/{name} service within {self.args.timeout:g} s: is the stack "
                              f"running, with the same ROS_DOMAIN_ID and namespace?")
             try:
-                return answer(client, request, self.args.timeout, self.spin,
+                return answer(client, request, wait or self.args.timeout, self.spin,
                               RESEND_PERIOD if resend else None)
             except NoAnswer:
-                raise Failed(f"{self.where()}/{name} did not answer within {self.args.timeout:g} s") from None
+                raise Failed(f"{self.where()}/{name} did not answer within {wait or self.args.timeout:g} s") from None
         finally:
             self.node.destroy_client(client)
 
@@ -275,6 +295,35 @@ class Stack:
             self.spin(points[-1][0] * 100 + 60, lambda: end() is not None)
             if end() is None:
                 raise Failed("the motion did not end in time")
+            print(end())
+            return 0 if end().startswith("trajectory finished") else 1
+        return 0
+
+    def pick(self, args) -> int:
+        """``pick``: call ``~/pick`` and print the run's figures (cycle time, picks per minute), with
+        ``--wait`` also its end; 0 if it ran, 1 if refused."""
+        try:
+            from delta_msgs.srv import Pick                  # in-function: built at setup, absent elsewhere
+        except ImportError:
+            raise Failed("delta_msgs is not installed (make setup builds it): no ~/pick client") from None
+        from geometry_msgs.msg import Point
+        a, b = args.points[:3], args.points[3:]
+        req = Pick.Request(from_point=Point(x=a[0], y=a[1], z=a[2]), to_point=Point(x=b[0], y=b[1], z=b[2]),
+                           height=args.height, blend=args.blend, dwell=args.dwell, cycles=args.cycles)
+        self.spin(0.3)                                      # the events subscription matched
+        n0 = len(self.events)
+        res = self.call(Pick, "pick", req, wait=max(self.args.timeout, 60.0))   # planning takes a while
+        print(res.message)
+        if not res.success:
+            return 1
+        print(f"cycle time {res.cycle_time:.4f} s, {res.picks_per_minute:.1f} picks per minute; "
+              f"{res.duration:.3f} s in all")
+        if args.wait:
+            end = lambda: next((e for e in self.events[n0:] if e.startswith(("trajectory finished", "quick stop",  # noqa: E731
+                                                                              "fault", "emergency stop"))), None)
+            self.spin(res.duration * 100 + 60, lambda: end() is not None)
+            if end() is None:
+                raise Failed("the run did not end in time")
             print(end())
             return 0 if end().startswith("trajectory finished") else 1
         return 0
@@ -367,6 +416,8 @@ def main(argv=None) -> int:
             return stack.pause(args.command == "pause")
         if args.command == "record":
             return _record(stack, args)
+        if args.command == "pick":
+            return stack.pick(args)
         return stack.send(names, points, args.wait)
     except Failed as e:
         print(f"{PROG}: {e}", file=sys.stderr)

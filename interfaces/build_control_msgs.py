@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Build ``control_msgs`` (FollowJointTrajectory, JointTolerance, JointComponentTolerance) into
-the virtual environment, where no ROS install provides it. Run by ``make setup``.
+"""Build ``control_msgs`` (FollowJointTrajectory, JointTolerance, JointComponentTolerance) and
+``delta_msgs`` (delta_robot's own: the ``Pick`` service) into the virtual environment, where no
+ROS install provides them. Run by ``make setup``; each package on its own, as below.
 
 * A ROS install's ``control_msgs`` takes precedence: if ``import control_msgs.action`` finds a
   package outside this venv (a sourced ROS install on ``PYTHONPATH``), nothing is built.
@@ -29,14 +30,26 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCE = HERE / "control_msgs"
 REQUIREMENTS = HERE / "requirements-build.txt"
-FINGERPRINT_NAME = "delta_robot_build.txt"          # in <venv>/share/control_msgs/
-CHECK = "from control_msgs.action import FollowJointTrajectory; from control_msgs.msg import JointTolerance"
+FINGERPRINT_NAME = "delta_robot_build.txt"          # in <venv>/share/<package>/
+#: package -> the import that proves it is installed
+PACKAGES = {
+    "control_msgs": "from control_msgs.action import FollowJointTrajectory; from control_msgs.msg import JointTolerance",
+    "delta_msgs": "from delta_msgs.srv import Pick",
+}
+PACKAGE = "control_msgs"                            # the one being built (for the messages)
+SOURCE = HERE / PACKAGE
+CHECK = PACKAGES[PACKAGE]
+
+
+def select(package: str) -> None:
+    """Build ``package`` (one of PACKAGES) from now on."""
+    global PACKAGE, SOURCE, CHECK
+    PACKAGE, SOURCE, CHECK = package, HERE / package, PACKAGES[package]
 
 
 def log(text: str) -> None:
-    print(f"control_msgs: {text}", flush=True)
+    print(f"{PACKAGE}: {text}", flush=True)
 
 
 def venv_env(venv: Path) -> dict:
@@ -51,7 +64,7 @@ def venv_env(venv: Path) -> dict:
 
 def find_elsewhere(python: Path, venv: Path, env: dict) -> str | None:
     """Where control_msgs is importable from outside ``venv`` (a ROS install), else None."""
-    code = ("import importlib.util as u; s = u.find_spec('control_msgs'); "
+    code = (f"import importlib.util as u; s = u.find_spec('{PACKAGE}'); "
             "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
     r = subprocess.run([str(python), "-c", code], env=env, capture_output=True, text=True)
     where = r.stdout.strip().splitlines()[-1] if r.returncode == 0 and r.stdout.strip() else ""
@@ -87,7 +100,7 @@ def run(cmd, cwd, env, logfile: Path) -> None:
     if r.returncode != 0:
         tail = logfile.read_text(encoding="utf-8", errors="replace").splitlines()[-25:]
         sys.stderr.write("\n".join(tail) + "\n")
-        raise SystemExit(f"control_msgs: error: '{' '.join(map(str, cmd[:2]))} ...' failed "
+        raise SystemExit(f"{PACKAGE}: error: '{' '.join(map(str, cmd[:2]))} ...' failed "
                          f"(exit {r.returncode}); the whole log: {logfile}")
 
 
@@ -95,7 +108,7 @@ def build(venv: Path, build_dir: Path, env: dict) -> None:
     python = venv / "bin" / "python"
     for tool in ("cmake", "cc", "c++"):
         if shutil.which(tool, path=env["PATH"]) is None:
-            raise SystemExit(f"control_msgs: error: '{tool}' not found; install cmake and gcc/g++ "
+            raise SystemExit(f"{PACKAGE}: error: '{tool}' not found; install cmake and gcc/g++ "
                              "(Debian: apt-get install cmake g++)")
     if build_dir.exists():
         shutil.rmtree(build_dir)
@@ -114,28 +127,38 @@ def build(venv: Path, build_dir: Path, env: dict) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="build_control_msgs", description=__doc__.split("\n\n")[0])
     ap.add_argument("--venv", default=str(HERE.parent / ".venv"), help="the virtual environment (.venv)")
-    ap.add_argument("--build-dir", default=str(HERE.parent / "build" / "control_msgs"),
-                    help="scratch build folder (removed and made anew for each build)")
+    ap.add_argument("--build-dir", default=str(HERE.parent / "build"),
+                    help="scratch build folder (<dir>/<package>, removed and made anew for each build)")
     ap.add_argument("--force", action="store_true", help="build even if the fingerprint matches")
+    ap.add_argument("--package", choices=sorted(PACKAGES), action="append",
+                    help="build only this package (repeatable; default: all)")
     args = ap.parse_args(argv)
     venv = Path(args.venv).resolve()
     python = venv / "bin" / "python"
     if not python.exists():
-        raise SystemExit(f"control_msgs: error: no Python at {python} (run make setup)")
+        raise SystemExit(f"{PACKAGE}: error: no Python at {python} (run make setup)")
     env = venv_env(venv)
+    for package in args.package or list(PACKAGES):         # control_msgs first: it installs the wheels
+        select(package)
+        build_one(args, venv, python, env)
+    return 0
+
+
+def build_one(args, venv: Path, python: Path, env: dict) -> int:
+    """Build the selected package unless a ROS install has it or the fingerprint matches."""
     elsewhere = find_elsewhere(python, venv, env)
     if elsewhere:
         log(f"using the ROS install's package at {elsewhere}; nothing to build")
         return 0
-    stamp = venv / "share" / "control_msgs" / FINGERPRINT_NAME
+    stamp = venv / "share" / PACKAGE / FINGERPRINT_NAME
     want = fingerprint(python, env)
     if not args.force and stamp.is_file() and stamp.read_text().strip() == want and importable(python, env):
         log("up to date")
         return 0
     t0 = time.monotonic()
-    build(venv, Path(args.build_dir), env)
+    build(venv, Path(args.build_dir) / PACKAGE, env)
     if not importable(python, env):
-        raise SystemExit(f"control_msgs: error: built, but '{CHECK}' fails in {python}")
+        raise SystemExit(f"{PACKAGE}: error: built, but '{CHECK}' fails in {python}")
     want = fingerprint(python, env)                       # the generator wheels may be new now
     stamp.write_text(want + "\n")
     log(f"built and installed in {time.monotonic() - t0:.0f} s")

@@ -68,6 +68,18 @@ def test_a_ros_install_takes_precedence(tmp_path):
     (fake / "control_msgs").mkdir(parents=True)
     (fake / "control_msgs" / "__init__.py").write_text("")
     env = dict(os.environ, PYTHONPATH=str(fake))
-    r = _run("--force", env=env)
+    r = _run("--force", "--package", "control_msgs", env=env)
     assert r.returncode == 0, r.stderr
     assert f"using the ROS install's package at {fake / 'control_msgs'}; nothing to build" in r.stdout, r.stdout
+
+
+def test_delta_msgs_pick_is_built_with_its_fields_and_defaults():
+    """delta_msgs (delta_robot's own interfaces) is built by the same script at setup."""
+    r = subprocess.run([str(VENV / "bin" / "python"), "-c",
+                        "from delta_msgs.srv import Pick; q = Pick.Request(); a = Pick.Response(); "
+                        "print(q.height, q.blend, q.dwell, q.cycles, sorted(q.get_fields_and_field_types()), "
+                        "sorted(a.get_fields_and_field_types()))"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[:4] == ["0.025", "0.01", "0.05", "1"], r.stdout
+    for name in ("from_point", "to_point", "success", "message", "duration", "cycle_time", "picks_per_minute"):
+        assert f"'{name}'" in r.stdout, r.stdout

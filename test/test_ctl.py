@@ -17,6 +17,9 @@ from delta_bringup.ctl import main as ctl_main
     (["--namespace", "1r", "status"], "namespace must be"),
     (["--prefix", "r1/", "status"], "prefix must be"),
     (["--timeout", "0", "status"], "must be > 0"),
+    (["pick", "0.1", "0", "-0.8", "-0.1", "0"], "pick: error: the following arguments are required"),
+    (["pick", "0.1", "0", "-0.8", "-0.1", "0", "inf"], "must be finite"),
+    (["pick", "0.1", "0", "-0.8", "-0.1", "0", "-0.8", "--cycles", "-2"], "pick --cycles must be a whole number"),
 ])
 def test_bad_arguments_exit_2_with_one_line(args, message, capsys):
     with pytest.raises(SystemExit) as e:

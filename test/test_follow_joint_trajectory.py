@@ -375,3 +375,41 @@ def test_a_linear_delta_follows_platform_and_carriage_goals_and_holds_on_failure
         client.close()
         node.stop()
         node.close()
+
+
+def test_time_optimal_timing_keeps_the_path_and_ends_faster_than_a_slow_moveit_timing(stack):
+    """trajectory_timing: time_optimal: the goal's path retimed under the model's limits: the
+    same final point, far sooner than the deliberately slow timing sent, within the limits
+    (the plan's check), with the goal's tolerances; follow (the default) again afterwards."""
+    node, robot, action = stack
+    assert robot.c.set_parameter("r1/delta_hardware", "trajectory_timing", "time_optimal").successful
+    try:
+        robot.wait_sim(0.5)
+        q0 = robot.q.copy()
+        X1 = np.array([0.04, -0.03, -0.76])
+        if np.linalg.norm(forward_kinematics(MODEL, q0) - X1) < 0.04:       # wherever the tests before left it
+            X1 = np.array([-0.04, 0.03, -0.80])
+        q1 = inverse_kinematics(MODEL, X1)
+        ts, q, qd, qdd = moveit_like(q0, q1, 0.1, 1.0)            # slow: 0.1 rad/s of 8
+        assert ts[-1] > 1.0
+        n0 = len(robot.events)
+        accepted, status, result, _, events = run_goal(robot, action, FollowJointTrajectory.Goal(
+            trajectory=trajectory(ARMS, ts, q, qd, qdd),
+            goal_tolerance=[JointTolerance(name=n, position=3e-3) for n in ARMS], goal_time_tolerance=dur(3.0)))
+        assert accepted and status == GoalStatus.STATUS_SUCCEEDED, (result, events, node.output()[-2000:])
+        line = robot.event_after(n0, "action goal (time-optimal")
+        sent, took = float(line.split(", ")[1].split(" s")[0]), float(line.split("points, ")[1].split(" s")[0])
+        assert sent == pytest.approx(ts[-1], abs=1e-3) and took < 0.5 * sent, line
+        robot.wait_sim(0.3)
+        np.testing.assert_allclose(robot.q, q1, atol=3e-3)
+    finally:
+        assert robot.c.set_parameter("r1/delta_hardware", "trajectory_timing", "follow").successful
+    # following again: the same goal back takes its own time
+    robot.wait_sim(0.3)
+    n0 = len(robot.events)
+    ts, q, qd, qdd = moveit_like(robot.q.copy(), q0, 0.1, 1.0)
+    accepted, status, result, _, events = run_goal(robot, action, FollowJointTrajectory.Goal(
+        trajectory=trajectory(ARMS, ts, q, qd, qdd)))
+    assert accepted and status == GoalStatus.STATUS_SUCCEEDED, (result, events)
+    line = robot.event_after(n0, "action goal accepted")
+    assert float(line.split("points, ")[1].split(" s")[0]) == pytest.approx(ts[-1], abs=0.05), line

@@ -99,23 +99,29 @@ class RetimeError(ValueError):
 @dataclass(frozen=True)
 class Limits:
     """Joint limits a timing keeps, in the kind's units (rad/s, rad/s^2, N m or m/s, m/s^2,
-    N): ``effort`` is the robot file's effort limit times ``torque_scale``."""
+    N): the robot file's limits times ``limit_scale``, the effort limit times ``torque_scale``
+    too."""
 
     velocity: np.ndarray
     acceleration: np.ndarray
     effort: np.ndarray
     torque_scale: float = 1.0
+    limit_scale: float = 1.0
 
     @classmethod
-    def of(cls, model, torque_scale: float = 1.0) -> "Limits":
-        """The robot file's joint limits of ``model``, the effort limit times ``torque_scale``
-        (in (0, 1]; ValueError otherwise)."""
-        if not (isinstance(torque_scale, (int, float)) and math.isfinite(torque_scale)
-                and 0 < torque_scale <= 1):
-            raise ValueError(f"torque_scale must be in (0, 1], got {torque_scale!r}")
+    def of(cls, model, torque_scale: float = 1.0, limit_scale: float = 1.0) -> "Limits":
+        """The robot file's joint limits of ``model`` times ``limit_scale`` (every limit: a
+        margin for a follower that interpolates between samples, e.g. the hardware node's
+        plans), the effort limit times ``torque_scale`` too (each in (0, 1]; ValueError
+        otherwise)."""
+        for name, v in (("torque_scale", torque_scale), ("limit_scale", limit_scale)):
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 < v <= 1):
+                raise ValueError(f"{name} must be in (0, 1], got {v!r}")
         lim = model.robot.limits
-        return cls(np.asarray(lim.velocity, dtype=float), np.asarray(lim.acceleration, dtype=float),
-                   torque_scale * np.asarray(lim.effort, dtype=float), float(torque_scale))
+        return cls(limit_scale * np.asarray(lim.velocity, dtype=float),
+                   limit_scale * np.asarray(lim.acceleration, dtype=float),
+                   limit_scale * torque_scale * np.asarray(lim.effort, dtype=float), float(torque_scale),
+                   float(limit_scale))
 
 
 @dataclass(frozen=True)
@@ -433,7 +439,7 @@ def _mid_excess(model, path, s, sd, u, lim: Limits, law) -> float:
     return r - 1.0 if np.isfinite(r) else math.inf
 
 
-def retime_path(model, path, *, friction: bool = True, torque_scale: float = 1.0,
+def retime_path(model, path, *, friction: bool = True, torque_scale: float = 1.0, limit_scale: float = 1.0,
                 gridpoints_count: int | None = None, min_measure: float = MIN_MEASURE,
                 max_passes: int = MAX_PASSES) -> Timing:
     """The time-optimal rest-to-rest :class:`Timing` of ``path`` for ``model`` (module
@@ -441,6 +447,7 @@ def retime_path(model, path, *, friction: bool = True, torque_scale: float = 1.0
 
     ``friction``: include the model's joint friction in the efforts (bounded as described);
     ``torque_scale`` in (0, 1]: the share of the effort limits the timing may use;
+    ``limit_scale`` in (0, 1]: the share of every limit (velocity, acceleration, effort);
     ``gridpoints_count``: number of grid intervals (default from the path length).
     Raises :class:`RetimeError` (why, and where on the path) for a path through an unreachable
     point, outside the joint position limits or through a singularity, a path the effort
@@ -450,7 +457,7 @@ def retime_path(model, path, *, friction: bool = True, torque_scale: float = 1.0
     t_start = time.perf_counter()
     if not friction:
         model = model.without_friction()
-    lim = Limits.of(model, torque_scale)
+    lim = Limits.of(model, torque_scale, limit_scale)
     if gridpoints_count is not None and not 10 <= int(gridpoints_count) <= MAX_GRIDPOINTS:
         raise ValueError(f"gridpoints_count must be in [10, {MAX_GRIDPOINTS}], got {gridpoints_count}")
     law = FrictionLaw.of(model)

@@ -31,6 +31,14 @@ the node runs without it. Behaviour, as JTC's (Jazzy), with the differences mark
 * **Preemption**: a newer goal, trajectory or command replaces a running goal, which ends
   ABORTED with ``INVALID_GOAL`` at once (JTC since its July 2026 Jazzy release). **Cancel**:
   CANCELED, the robot holds where its setpoint is. A quick stop aborts with the reason.
+* **Timing** (*beyond JTC*): with the node's ``trajectory_timing: time_optimal`` a goal's path
+  is kept (its points' positions, from the setpoint, joined by a cubic spline of the platform
+  positions over chord length) and timed time-optimally under ``motion_limit_scale`` of the
+  robot file's velocity, acceleration and torque limits with the node's current model
+  (:mod:`delta_hardware.ros.timed_motion`), instead of following the goal's times; it starts
+  when accepted (``header.stamp`` is not used), from rest (a goal that arrives while the robot
+  moves is aborted with the reason), and ends at the goal's last point. Tolerances apply to the
+  retimed motion.
 
 The server lives on a companion node ``<hardware node>_actions`` in the same namespace,
 spun by an executor thread of its own (executing a goal blocks for the trajectory's
@@ -60,7 +68,9 @@ from trajectory_msgs.msg import JointTrajectoryPoint, MultiDOFJointTrajectoryPoi
 from delta_core.ros.rclpy_adapter import share_time
 from delta_dynamics.algorithms import forward_kinematics, jacobian
 from delta_hardware.drives import DriveError
+from delta_hardware.pick_run import retime_joint_path
 from delta_hardware.ros.messages import to_sec, to_time
+from delta_hardware.ros.timed_motion import PlanningModel, limit_scale, submit_knots
 from delta_hardware.ros.trajectory_intake import MULTI_DOF_JOINT, cartesian_points, check_duration, joint_points
 from delta_hardware.trajectory_plan import PLATFORM_JOINTS, TrajectoryRejected, build_plan, match_joint_names
 
@@ -137,6 +147,7 @@ class FollowJointTrajectoryServer:
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.parameter import Parameter
         self.node = node
+        self.model = PlanningModel(node)                   # trajectory_timing: time_optimal
         self._closing = False
         self._running: Running | None = None
         self._executing = 0
@@ -362,8 +373,11 @@ class FollowJointTrajectoryServer:
         try:
             if self._closing:
                 raise TrajectoryRejected("the hardware node is shutting down")
-            plan = node.submit_points("action goal", prepared.start, prepared.times, prepared.q,
-                                      prepared.qd, prepared.qdd)
+            if node.get_parameter("trajectory_timing").value == "time_optimal":
+                plan = self._retimed(prepared)
+            else:
+                plan = node.submit_points("action goal", prepared.start, prepared.times, prepared.q,
+                                          prepared.qd, prepared.qdd)
         except (TrajectoryRejected, DriveError, ValueError) as e:
             return self._finish(handle, Result.INVALID_GOAL, str(e))
         started["plan"] = plan                        # for _execute's error path: hold it
@@ -406,6 +420,14 @@ class FollowJointTrajectoryServer:
             run.done = True
             if self._running is run:
                 self._running = None
+
+    def _retimed(self, prepared):
+        """``trajectory_timing: time_optimal``: the goal's path (its joint positions from the
+        setpoint) timed time-optimally under the model's limits and started now (module docstring)."""
+        node = self.node
+        q = np.vstack((node.loop.current_setpoint().q, prepared.q))
+        knots = retime_joint_path(self.model(), q, limit_scale=limit_scale(node))
+        return submit_knots(node, f"action goal (time-optimal, {prepared.times[-1]:.3f} s as sent)", knots)
 
     def _feedback(self, prepared, plan, now, state, e, ev):
         fb = FollowJointTrajectory.Feedback()

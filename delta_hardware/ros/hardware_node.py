@@ -13,6 +13,7 @@ same names (:mod:`delta_hardware.ros.stack_guard`), starts the loop process (rob
 drives; ``cleanup`` ends the process. A loop that dies quick-stops its drives and takes the node
 through error processing to unconfigured. With ``autostart`` (default) the node walks itself to
 active. Callbacks: e-stop, status and diagnostics in one group, reset and pause in another,
+``~/pick`` (where delta_msgs is installed: it plans for a while) in its own,
 everything else (parameters, lifecycle, messages) in the default one, on a multi-threaded
 executor: whatever else runs, the e-stop and the status answer.
 """
@@ -75,6 +76,11 @@ class HardwareNode(LifecycleNode):
                                      (Trigger, "~/reset", r.on_reset, requests),
                                      (SetBool, "~/pause", r.on_pause, requests)):
             self.create_service(srv, name, cb, qos_profile=qos, callback_group=group)
+        try:
+            from delta_hardware.ros.pick_service import PickService   # in-function: delta_msgs is optional
+            self.pick_service = PickService(self, qos)
+        except ImportError:
+            self.pick_service = None                        # delta_msgs is not installed
         self.create_timer(1.0, lambda: publish_while_up(self, self.pub_diag, diagnostics(self, node_status(self))),
                           callback_group=safety, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._loop_failed = self.create_guard_condition(self._after_loop_error)

@@ -76,6 +76,11 @@ PARAMETERS = {
                                    "tolerance (0: no limit, as joint_trajectory_controller's constraints.goal_time)"),
     "action_start_tolerance": Param(0.01, "rad: a FollowJointTrajectory point at time 0 may be this far from the "
                                           "setpoint and is then dropped (MoveIt's allowed_start_tolerance)"),
+    "motion_limit_scale": Param(0.99, "share of the robot file's velocity, acceleration and torque (force) limits "
+                                      "~/pick and time_optimal timing plan to (in (0, 1]; the rest is the margin of "
+                                      "the plans' checks)", runtime=True),
+    "trajectory_timing": Param("follow", "FollowJointTrajectory goals: follow (their own times) | time_optimal (their "
+                                         "path retimed under the model's limits)", runtime=True),
 }
 #: each drive bus's own parameters (the bus declares them: delta_hardware.drives.bus)
 BUS_PARAMETERS = bus_parameters()
@@ -84,6 +89,9 @@ PARAMETERS.update({name: Param(b.default, b.description) for name, b in BUS_PARA
 HARDWARE = BUSES.names()
 PREFIX = PREFIX_RULE
 FEEDFORWARD = ("topic", "model", "none")
+TIMINGS = ("follow", "time_optimal")
+#: run-time parameters the node itself reads (no loop change)
+NODE_SIDE = ("motion_limit_scale", "trajectory_timing")
 #: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
 LOAD_TIMEOUT = 5.0
 
@@ -133,6 +141,8 @@ def _rules(p: dict):
     yield number("action_start_tolerance", 0.0, 1.0)
     yield "cpu_affinity", isinstance(p["cpu_affinity"], int) and p["cpu_affinity"] >= -1, \
         "must be -1 (any CPU) or a CPU index"
+    yield number("motion_limit_scale", 0.0, 1.0, lo_open=True)
+    yield "trajectory_timing", p["trajectory_timing"] in TIMINGS, f"must be one of {', '.join(TIMINGS)}"
     for name, b in BUS_PARAMETERS.items():
         yield name, b.check(p[name]), b.rule
 

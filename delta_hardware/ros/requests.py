@@ -23,7 +23,7 @@ from delta_core.robot_file import RobotFileError
 from delta_core.ros.names import strip_prefix
 from delta_hardware.drives import DriveError
 from delta_hardware.ros.messages import pick, to_sec
-from delta_hardware.ros.parameters import PARAMETERS, check_parameters, load_bounded
+from delta_hardware.ros.parameters import NODE_SIDE, PARAMETERS, check_parameters, load_bounded
 from delta_core.ros.rclpy_adapter import request_received_ns
 from delta_hardware.ros.status import node_status
 from delta_hardware.trajectory_plan import TrajectoryRejected, build_plan, match_joint_names
@@ -48,6 +48,8 @@ class Requests:
                 if p.name not in PARAMETERS or (p.value == node.get_parameter(p.name).value and p.name != "pause_at"):
                     continue
                 check_parameters({**node.params(), p.name: p.value})
+                if p.name in NODE_SIDE:
+                    continue                                # read by the node when it plans
                 if p.name == "pause_at":
                     node.loop.ask("pause_at", t=float(p.value))
                 elif not PARAMETERS[p.name].runtime:
@@ -93,10 +95,19 @@ class Requests:
             plan = build_plan(node.model, now, node.loop.current_setpoint(), start or now, times, q, qd, qdd,
                               limits=node.loop.limits(), abort=lambda: node.loop.void(rx) if rx else "")
             plan.on_receipt = not start                  # no header.stamp: it starts when the loop takes it
+        except DriveError as e:
+            raise TrajectoryRejected(str(e)) from None
+        return self.submit_plan(source, plan, len(times), now, rx)
+
+    def submit_plan(self, source, plan, points, now, rx=None):
+        """Hand a validated ``plan`` (of ``points`` points, built at ``now``) to the loop, which
+        voids it if a stop came after ``rx``; the plan, or TrajectoryRejected with the reason."""
+        node = self.node
+        try:
             node.loop.submit_plan(plan, rx=rx)
         except DriveError as e:
             raise TrajectoryRejected(str(e)) from None
-        node.event(f"{source} accepted: {len(times)} points, {plan.end_time - now:.3f} s, "
+        node.event(f"{source} accepted: {points} points, {plan.end_time - now:.3f} s, "
                    f"from t = {plan.start_time:.3f} s")
         return plan
 
