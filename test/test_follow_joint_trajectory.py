@@ -412,4 +412,6 @@ def test_time_optimal_timing_keeps_the_path_and_ends_faster_than_a_slow_moveit_t
         trajectory=trajectory(ARMS, ts, q, qd, qdd)))
     assert accepted and status == GoalStatus.STATUS_SUCCEEDED, (result, events)
     line = robot.event_after(n0, "action goal accepted")
-    assert float(line.split("points, ")[1].split(" s")[0]) == pytest.approx(ts[-1], abs=0.05), line
+    # its own time (the event counts from when the node built it: a loop that takes the plan late,
+    # on a busy host, adds that wait), not a retimed one (about 0.1 s)
+    assert float(line.split("points, ")[1].split(" s")[0]) >= ts[-1] - 0.05, line
