@@ -17,6 +17,10 @@ from delta_bringup.ctl import main as ctl_main
     (["--namespace", "1r", "status"], "namespace must be"),
     (["--prefix", "r1/", "status"], "prefix must be"),
     (["--timeout", "0", "status"], "must be > 0"),
+    (["push", "0", "0"], "the following arguments are required: F"),
+    (["push", "0", "nan", "-30"], "must be finite"),
+    (["push", "0", "0", "-30", "--for", "-1"], "must be > 0"),
+    (["payload", "inf"], "must be finite"),
 ])
 def test_bad_arguments_exit_2_with_one_line(args, message, capsys):
     with pytest.raises(SystemExit) as e:

@@ -17,6 +17,8 @@ from delta_core.rates import CONTROL_RATE_MAX, CONTROL_RATE_MIN
 from delta_core.robot_file import RobotFileError, load_robot, resolve_robot_path
 from delta_core.ros.names import PREFIX_RULE
 from delta_dynamics.kinds import same_kind_model
+from delta_dynamics.monitoring.observer import GAIN_DEFAULT, GAIN_MAX, GAIN_MIN
+from delta_dynamics.plant import PAYLOAD_MAX
 from delta_hardware.drives import BUSES, bus_parameters
 from delta_hardware.loop_config import LoopConfig, LoopSpec
 from delta_hardware.loop_thread import RealtimeSettings
@@ -76,6 +78,14 @@ PARAMETERS = {
                                    "tolerance (0: no limit, as joint_trajectory_controller's constraints.goal_time)"),
     "action_start_tolerance": Param(0.01, "rad: a FollowJointTrajectory point at time 0 may be this far from the "
                                           "setpoint and is then dropped (MoveIt's allowed_start_tolerance)"),
+    "observer_gain": Param(GAIN_DEFAULT, f"1/s: gain K of the momentum observer (residual time constant 1/K; "
+                                         f"{GAIN_MIN:g}-{GAIN_MAX:g}; docs/monitoring.md)", runtime=True),
+    "collision_threshold": Param([0.0, 0.0, 0.0], "N m (N on a linear robot) per joint: a residual above it is a "
+                                                  "collision (latched stop); all 0: detection off", runtime=True),
+    "collision_reaction": Param("stop", "what a collision does: stop (the latched quick stop; the only reaction "
+                                        "so far)", runtime=True),
+    "plant_payload_mass": Param(0.0, "kg: the simulated robot's payload (hardware sim only; the controller's model "
+                                     "stays); 0 at start: the robot file's and sim_payload", runtime=True),
 }
 #: each drive bus's own parameters (the bus declares them: delta_hardware.drives.bus)
 BUS_PARAMETERS = bus_parameters()
@@ -84,6 +94,7 @@ PARAMETERS.update({name: Param(b.default, b.description) for name, b in BUS_PARA
 HARDWARE = BUSES.names()
 PREFIX = PREFIX_RULE
 FEEDFORWARD = ("topic", "model", "none")
+COLLISION_REACTIONS = ("stop",)
 #: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
 LOAD_TIMEOUT = 5.0
 
@@ -133,6 +144,15 @@ def _rules(p: dict):
     yield number("action_start_tolerance", 0.0, 1.0)
     yield "cpu_affinity", isinstance(p["cpu_affinity"], int) and p["cpu_affinity"] >= -1, \
         "must be -1 (any CPU) or a CPU index"
+    yield number("observer_gain", GAIN_MIN, GAIN_MAX)
+    t = p["collision_threshold"]
+    t = list(t) if hasattr(t, "__len__") and not isinstance(t, (str, bytes)) else t
+    yield "collision_threshold", isinstance(t, list) and len(t) == 3 and all(_finite(x) and x >= 0 for x in t) and \
+        (all(x == 0 for x in t) or all(x > 0 for x in t)), \
+        "must be 3 finite numbers, all > 0 (N m or N, per joint) or all 0 (detection off)"
+    yield "collision_reaction", p["collision_reaction"] in COLLISION_REACTIONS, \
+        "must be stop (the latched quick stop; retract, moving back along the path, is not implemented)"
+    yield number("plant_payload_mass", 0.0, PAYLOAD_MAX)
     for name, b in BUS_PARAMETERS.items():
         yield name, b.check(p[name]), b.rule
 
@@ -190,7 +210,8 @@ def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feed
         same_kind(load(p["true_robot"]), robot, "true_robot")
     cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
                      command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
-                     feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic)
+                     feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic,
+                     observer_gain=float(p["observer_gain"]), collision_threshold=tuple(p["collision_threshold"]))
     rt = RealtimeSettings(thread_priority=int(p["thread_priority"]), cpu_affinity=int(p["cpu_affinity"]),
                           lock_memory=bool(p["lock_memory"]))
     return LoopSpec(robot=robot, backend=p["hardware"], params=dict(p), config=cfg,

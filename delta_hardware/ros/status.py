@@ -104,6 +104,9 @@ def node_status(node) -> dict:
         except (UnreachableError, ValueError):
             st["platform_position"] = None
         st["active_limits"] = active_limits(node.model, rec, u)
+        if np.isfinite(rec["residual"]).all():           # the momentum observer (delta_hardware.loop_monitor)
+            st["residual"] = rec["residual"].tolist()
+            st["external_force"] = rec["external_force"].tolist()
     st.update({k: v for k, v in loop.items() if k not in ("stopped", "drives", "running", "drive_diagnostics")})
     return rounded(st)
 
