@@ -79,6 +79,7 @@ STATE_FIELDS = (
     ("lo", 3), ("hi", 3), ("vmax", 3),   # position/velocity limits in force
     ("residual", 3),                 # momentum observer residual (N m or N per joint; NaN: not observing)
     ("external_force", 3),           # platform force that explains it (N, base_link; NaN: not observing)
+    ("payload", 2),                  # estimated payload and its standard deviation (kg; NaN: none yet)
 )
 STATE_SLICES, _at = {}, 0
 for _name, _width in STATE_FIELDS:

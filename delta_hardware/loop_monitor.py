@@ -9,6 +9,11 @@ platform force F = J^T r (N, ``base_link``). A cycle that does not control (a st
 drives, an exchange held back) restarts the observer at the next one (its residual from zero):
 across a stop the brakes, not the model, moved the joints.
 
+The payload (kg, with its standard deviation: :attr:`LoopMonitor.payload`) is estimated every
+cycle from the same residual (:class:`~delta_dynamics.monitoring.payload.PayloadEstimator`,
+about the last second of motion or rest); it is what the model's platform mass lacks, NaN
+before the first cycle.
+
 With thresholds set (:attr:`LoopMonitor.thresholds`, all three > 0; all zero: detection off),
 :meth:`LoopMonitor.update` also returns a :class:`~delta_dynamics.monitoring.collision.Collision`
 when a joint's residual exceeds its threshold plus the stiction band
@@ -38,8 +43,10 @@ import math
 
 import numpy as np
 
+from delta_dynamics.algorithms import jacobian
 from delta_dynamics.monitoring.collision import Collision, CollisionDetector
 from delta_dynamics.monitoring.observer import GAIN_DEFAULT, MomentumObserver, check_gain
+from delta_dynamics.monitoring.payload import PayloadEstimator
 
 NAN3 = (math.nan,) * 3
 
@@ -76,6 +83,9 @@ class LoopMonitor:
         self.band = None
         self.residual = NAN3               # of the last cycle (NaN: not observing)
         self.force = NAN3
+        self.payload = (math.nan, math.nan)    # estimated payload and its standard deviation (kg)
+        self._estimator = PayloadEstimator(model, self.observer.gain)
+        self._pstate = None
         self._pending = None               # (model, observer, thresholds, detector) from configure
 
     def _detector(self):
@@ -87,7 +97,8 @@ class LoopMonitor:
         pending, self._pending = self._pending, None
         if pending is not None:
             self.model, self.observer, self.thresholds, self.detector = pending
-            self.state = None
+            self._estimator = PayloadEstimator(self.model, self.observer.gain)
+            self.state = self._pstate = None
 
     def configure(self, model=None, gain=None, thresholds=None) -> None:
         """Change the model, the gain (1/s) or the thresholds (ValueError for a bad one, nothing
@@ -101,7 +112,8 @@ class LoopMonitor:
         self._pending = (model, observer, thresholds, detector)       # one assignment: atomic
 
     def restart(self) -> None:
-        """Forget the run: the next :meth:`update` starts the observer afresh."""
+        """Forget the run: the next :meth:`update` starts the observer afresh (the payload estimate's sums,
+        with their forgetting, are kept)."""
         self.state = None
         self.residual = self.force = NAN3
 
@@ -111,13 +123,26 @@ class LoopMonitor:
         collision if a joint is over its threshold, else None."""
         if self._pending is not None:
             self._take_pending()
+        J = None
         if self.state is None:
             self.state = self.observer.start(q, qd)
             self.band = None if self.detector is None else self.detector.start()
             r = self.state.r
+            J = jacobian(self.model, self.state.X)
+            Xd = np.linalg.inv(J) @ self.state.qd
+            if self._pstate is None:                  # the payload estimate's sums survive a stop
+                self._pstate = self._estimator.start(Xd)
+            else:
+                self._pstate.psi[:] = 0.0             # filtered as the residual, which restarts at 0
+                self._pstate.Xd = Xd
         else:
             r = self.observer.update(self.state, q, qd, tau, dt)
-        F = self.observer.platform_force(self.state)
+            J = jacobian(self.model, self.state.X)
+            Ji = np.linalg.inv(J)
+            self._estimator.update(self._pstate, self.state.X, Ji @ self.state.qd, r, dt, Ji)
+            est = self._estimator.estimate(self._pstate, dt)
+            self.payload = (est.mass, est.std)
+        F = J.T @ r if J is not None else self.observer.platform_force(self.state)
         self.residual, self.force = tuple(r.tolist()), tuple(F.tolist())
         if self.detector is None or self.state.samples == 0:
             return None

@@ -158,7 +158,8 @@ class LoopProcess:
                    preview_time=out.time + loop.period,
                    preview=((out.preview.q, out.preview.qd, out.preview.qdd) if out.preview is not None else NAN3),
                    torque=out.torque, feedforward=out.feedforward, flags=flags, plan=loop.plan_id,
-                   lo=lo, hi=hi, vmax=vmax, residual=loop.monitor.residual, external_force=loop.monitor.force)
+                   lo=lo, hi=hi, vmax=vmax, residual=loop.monitor.residual, external_force=loop.monitor.force,
+                   payload=loop.monitor.payload)
         h["now"] = out.time
         h["head"] = k + 1
         self.tick = k + 1
@@ -175,7 +176,8 @@ class LoopProcess:
         self.block.states.write(k, tick=k, time=self.now(), period=0.0, position=fb.position, velocity=fb.velocity,
                                 effort=fb.torque, setpoint=(sp.q, sp.qd, sp.qdd), preview_time=np.nan, preview=NAN3,
                                 torque=(0.0,) * 3, feedforward=(0.0,) * 3, flags=FLAG_SETPOINT | FLAG_ACTIVATED,
-                                plan=0, lo=lo, hi=hi, vmax=vmax, residual=NAN3[0], external_force=NAN3[0])
+                                plan=0, lo=lo, hi=hi, vmax=vmax, residual=NAN3[0], external_force=NAN3[0],
+                                payload=NAN3[0][:2])
         self.block.header["head"] = k + 1
         self.tick = k + 1
 

@@ -11,6 +11,11 @@
   message; a zero force removes it. Refused with a one-line reason on ``~/events`` for a
   non-finite force, another frame, or drives that are not the in-process simulation.
 
+* ``~/payload`` (``geometry_msgs/InertiaStamped``, ``<prefix>platform_link``): after each motion (the
+  setpoint comes to rest), the payload the loop estimates from the residual (kg, centre of mass at
+  the platform centre, no inertia: a point mass), with an event ``payload after the motion: m ±
+  s kg`` (its standard deviation).
+
 The run-time parameter ``plant_payload_mass`` goes through :mod:`delta_hardware.ros.requests`
 to the same loop request (``plant``).
 """
@@ -18,11 +23,11 @@ from __future__ import annotations
 
 import math
 
-from geometry_msgs.msg import WrenchStamped
+from geometry_msgs.msg import InertiaStamped, WrenchStamped
 from rclpy.qos import QoSProfile
 
 from delta_hardware.drives import DriveError
-from delta_hardware.loop_link import FLAG_ACTIVATED
+from delta_hardware.loop_link import FLAG_ACTIVATED, FLAG_SETPOINT
 from delta_hardware.ros.messages import to_time
 
 #: Hz of the loop's time at which ~/external_wrench is published (every cycle below it)
@@ -38,14 +43,21 @@ class Monitoring:
         self.pub = node.create_publisher(WrenchStamped, "~/external_wrench", QoSProfile(depth=10))
         self.sub = node.create_subscription(WrenchStamped, "~/plant/external_wrench", self.on_plant_wrench,
                                             QoSProfile(depth=10))
+        self.pub_payload = node.create_publisher(InertiaStamped, "~/payload", QoSProfile(depth=10))
         self.period = 1.0 / WRENCH_RATE
+        self._moving = False              # the setpoint of the last record moved
         self._sent = None                 # loop time of the last wrench published
         self.published = 0
 
     def on_record(self, rec) -> None:
         """One cycle record (the broadcaster's thread): publish its platform force if due."""
-        if int(rec["flags"]) & FLAG_ACTIVATED:
+        flags = int(rec["flags"])
+        if flags & FLAG_ACTIVATED:
             return
+        moving = bool(flags & FLAG_SETPOINT) and bool(abs(rec["setpoint"][1]).max() > 0.0)
+        if self._moving and not moving:
+            self._publish_payload(rec)
+        self._moving = moving
         F = rec["external_force"]
         t = float(rec["time"])
         if not all(math.isfinite(v) for v in F):
@@ -60,6 +72,18 @@ class Monitoring:
         self.pub.publish(msg)
         self._sent = t
         self.published += 1
+
+    def _publish_payload(self, rec) -> None:
+        """~/payload and its event at the end of a motion (record ``rec``), if there is an estimate."""
+        mass, std = (float(v) for v in rec["payload"])
+        if not math.isfinite(mass):
+            return
+        msg = InertiaStamped()
+        msg.header.stamp = to_time(float(rec["time"]))
+        msg.header.frame_id = self.node.prefix + "platform_link"
+        msg.inertia.m = mass
+        self.pub_payload.publish(msg)
+        self.node.event(f"payload after the motion: {mass:.3f} ± {std:.3f} kg")
 
     def on_plant_wrench(self, msg: WrenchStamped) -> None:
         """``~/plant/external_wrench``: push the simulated platform (module docstring)."""
@@ -86,4 +110,5 @@ class Monitoring:
     def destroy(self) -> None:
         """Destroy the publisher and the subscription."""
         self.node.destroy_publisher(self.pub)
+        self.node.destroy_publisher(self.pub_payload)
         self.node.destroy_subscription(self.sub)

@@ -107,6 +107,8 @@ def node_status(node) -> dict:
         if np.isfinite(rec["residual"]).all():           # the momentum observer (delta_hardware.loop_monitor)
             st["residual"] = rec["residual"].tolist()
             st["external_force"] = rec["external_force"].tolist()
+        if np.isfinite(rec["payload"]).all():
+            st["payload"] = rec["payload"].tolist()        # kg: estimate, standard deviation
     st.update({k: v for k, v in loop.items() if k not in ("stopped", "drives", "running", "drive_diagnostics")})
     return rounded(st)
 
