@@ -223,6 +223,28 @@ def test_the_payload_is_estimated_after_a_motion(stack):
         robot.event_after(n0, "trajectory finished")
 
 
+def test_calibrate_collision_sets_the_thresholds_from_the_next_motion(stack):
+    robot, wrench = stack
+    calibrate = robot.c.node.create_client(Trigger, "/delta_hardware/calibrate_collision")
+    try:
+        res = robot.c.call(calibrate, Trigger.Request())
+        assert res.success and "watching the next motion" in res.message
+        n0 = robot.move(list(robot.q + 0.3), 0.6)
+        text = robot.event_after(n0, "collision thresholds calibrated on the last motion")
+        t = [float(v) for v in text.split("[")[1].split("]")[0].split(",")]
+        assert all(0.2 <= v < 5.0 for v in t) and text.endswith("N m"), text
+        assert _status(robot)["residual"]                      # still observing
+        n1 = robot.move(list(robot.q - 0.3), 0.6)             # the same motion back: no collision
+        robot.event_after(n1, "trajectory finished")
+        assert not any("collision on" in e for e in robot.events[n1:]), robot.events[n1:]
+        _push(robot, wrench, (0.0, 0.0, -80.0))               # a push is one
+        robot.event_after(n1, "collision on arm_")
+        _push(robot, wrench, (0.0, 0.0, 0.0))
+        assert robot.c.call(robot.reset, Trigger.Request()).success
+    finally:
+        assert robot.c.set_parameter("delta_hardware", "collision_threshold", [0.0, 0.0, 0.0]).successful
+
+
 def ctl(*args, timeout=120):
     """delta-ctl in a process of its own (the installed command's module)."""
     return subprocess.run([sys.executable, "-m", "delta_bringup.ctl", *args], capture_output=True, text=True,

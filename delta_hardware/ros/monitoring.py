@@ -16,6 +16,14 @@
   the platform centre, no inertia: a point mass), with an event ``payload after the motion: m ±
   s kg`` (its standard deviation).
 
+* ``~/calibrate_collision`` (``std_srvs/Trigger``): watch the next motion (from the setpoint
+  starting to move until it rests again; start the motion after the answer) and set
+  ``collision_threshold`` to (1 + :data:`~delta_dynamics.monitoring.collision.MARGIN_DEFAULT`)
+  times each joint's residual envelope over it
+  (:func:`~delta_dynamics.monitoring.collision.thresholds_from_envelope`), at least
+  :data:`CALIBRATION_FLOOR`; an event says the thresholds. Calibrate on the motions the robot
+  will make, without contact.
+
 The run-time parameter ``plant_payload_mass`` goes through :mod:`delta_hardware.ros.requests`
 to the same loop request (``plant``).
 """
@@ -23,8 +31,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from geometry_msgs.msg import InertiaStamped, WrenchStamped
+from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
+from std_srvs.srv import Trigger
+
+from delta_dynamics.monitoring.collision import MARGIN_DEFAULT, thresholds_from_envelope
 
 from delta_hardware.drives import DriveError
 from delta_hardware.loop_link import FLAG_ACTIVATED, FLAG_SETPOINT
@@ -32,6 +45,9 @@ from delta_hardware.ros.messages import to_time
 
 #: Hz of the loop's time at which ~/external_wrench is published (every cycle below it)
 WRENCH_RATE = 100.0
+#: the smallest threshold ~/calibrate_collision sets (N m or N): a motion the model explains to
+#: the last digit must not make a detector that trips on sensor noise
+CALIBRATION_FLOOR = 0.2
 
 
 class Monitoring:
@@ -46,6 +62,8 @@ class Monitoring:
         self.pub_payload = node.create_publisher(InertiaStamped, "~/payload", QoSProfile(depth=10))
         self.period = 1.0 / WRENCH_RATE
         self._moving = False              # the setpoint of the last record moved
+        self._calibration = None          # residuals of the motion being watched (list), or None
+        self.srv = node.create_service(Trigger, "~/calibrate_collision", self.on_calibrate)
         self._sent = None                 # loop time of the last wrench published
         self.published = 0
 
@@ -57,7 +75,10 @@ class Monitoring:
         moving = bool(flags & FLAG_SETPOINT) and bool(abs(rec["setpoint"][1]).max() > 0.0)
         if self._moving and not moving:
             self._publish_payload(rec)
+            self._calibrated()
         self._moving = moving
+        if moving and self._calibration is not None and np.isfinite(rec["residual"]).all():
+            self._calibration.append(rec["residual"].copy())
         F = rec["external_force"]
         t = float(rec["time"])
         if not all(math.isfinite(v) for v in F):
@@ -85,6 +106,33 @@ class Monitoring:
         self.pub_payload.publish(msg)
         self.node.event(f"payload after the motion: {mass:.3f} ± {std:.3f} kg")
 
+    def on_calibrate(self, request, response):
+        """``~/calibrate_collision``: watch the next motion (module docstring)."""
+        if not self.node.active():
+            response.success, response.message = False, "the hardware node is not active"
+            return response
+        self._calibration = []
+        response.success = True
+        response.message = ("watching the next motion: collision_threshold is set from its residual envelope "
+                            f"(x {1 + MARGIN_DEFAULT:g}) when it ends")
+        return response
+
+    def _calibrated(self) -> None:
+        """At the end of a watched motion: set ``collision_threshold`` from its residuals, and say so."""
+        r, self._calibration = self._calibration, None
+        if not r:
+            if r is not None:
+                self._calibration = []            # nothing observed yet (a stop): keep watching
+            return
+        t = thresholds_from_envelope(np.array(r), floor=CALIBRATION_FLOOR)
+        result = self.node.set_parameters([Parameter("collision_threshold", value=[float(v) for v in t])])[0]
+        u = self.node.units.get("effort", "")
+        if result.successful:
+            self.node.event(f"collision thresholds calibrated on the last motion ({len(r)} cycles): "
+                            f"[{', '.join(f'{v:.3f}' for v in t)}] {u}")
+        else:
+            self.node.event(f"collision calibration not applied: {result.reason}", warn=True)
+
     def on_plant_wrench(self, msg: WrenchStamped) -> None:
         """``~/plant/external_wrench``: push the simulated platform (module docstring)."""
         node = self.node
@@ -111,4 +159,5 @@ class Monitoring:
         """Destroy the publisher and the subscription."""
         self.node.destroy_publisher(self.pub)
         self.node.destroy_publisher(self.pub_payload)
+        self.node.destroy_service(self.srv)
         self.node.destroy_subscription(self.sub)
