@@ -345,8 +345,8 @@ class Stack:
         sub = self.node.create_subscription(WrenchStamped, self.base + "external_wrench", got.append, 10)
         try:
             if not self.spin(self.args.timeout, lambda: bool(got)):
-                raise Failed(f"no {self.where()}/external_wrench within {self.args.timeout:g} s: is the robot "
-                             f"controlled (not stopped), the stack running with the same ROS_DOMAIN_ID and namespace?")
+                raise Failed(f"no {self.where()}/external_wrench within {self.args.timeout:g} s: is monitoring "
+                             f"true, the robot controlled (not stopped), the stack running with the same ROS_DOMAIN_ID and namespace?")
         finally:
             self.node.destroy_subscription(sub)
         print(wrench_text(got[0]))

@@ -195,7 +195,10 @@ class ControlLoop:
         self._held = False                    # the last cycle's exchange was held back (drives.cycle)
         self.notices: list[str] = []          # events raised outside a cycle (activate, reset)
         # the momentum observer and collision detection on the feedforward model (loop_monitor)
+        # only with cfg.monitoring: it costs about as much CPU as the rest of the cycle (docs/monitoring.md)
         self.monitor = LoopMonitor(self.ff_model, self.cfg.observer_gain, self.cfg.collision_threshold)
+        self.monitoring = self.cfg.monitoring     # read by the loop thread each cycle; set by reconfigure
+        self._monitored = False                   # the loop thread's view: the monitor holds a run
 
     # ------------------------------------------------------------------ commands (any thread)
     def activate(self, _stops: int | None = None) -> None:
@@ -313,13 +316,17 @@ class ControlLoop:
             self._watchdog_fired = False
 
     def reconfigure(self, feedforward=None, model=None, kp=None, kd=None, function=None,
-                    observer_gain=None, collision_threshold=None) -> None:
+                    observer_gain=None, collision_threshold=None, monitoring=None) -> None:
         """Change the control law while running: feedforward source, the model used for the
         in-process feedforward (e.g. identified parameters; the observer's too), the gains, or a function
         ``f(setpoint) -> tau`` that replaces the in-process model (e.g. the dynamics node's
         own model when the nodes are composed in one process); the observer gain (1/s) and the
-        collision thresholds (:class:`~delta_hardware.loop_monitor.LoopMonitor`)."""
+        collision thresholds (:class:`~delta_hardware.loop_monitor.LoopMonitor`); ``monitoring``
+        (bool) runs the monitor each cycle or not at all (turned on, the observer starts from the
+        state at the next controlling cycle; off, its outputs are NaN)."""
         with self._lock:
+            if monitoring is not None:
+                self.monitoring = bool(monitoring)
             if model is not None or observer_gain is not None or collision_threshold is not None:
                 self.monitor.configure(model=model, gain=observer_gain, thresholds=collision_threshold)
             if function is not None:
@@ -430,6 +437,9 @@ class ControlLoop:
             self._latch(f"drive fault: {reason}")
             events.append(f"fault: {reason}")
             self.drives.quick_stop(reason)
+        if self._monitored and not self.monitoring:           # turned off: NaN from this cycle on
+            self.monitor.off()
+            self._monitored = False
         if not self._estop and fb.state is DriveState.ENABLED:
             if self._recovery is not None:
                 back = self._update_recovery(q, self._last_sp.q if self._last_sp is not None else q)
@@ -444,14 +454,15 @@ class ControlLoop:
             if bad:
                 events.append(f"quick stop: {bad}")
                 self.emergency_stop(bad)
-            else:
+            elif self.monitoring:
                 hit = self._observe(now, q, qd, fb.torque, step if advanced is None else advanced)
                 if hit:
                     events.append(hit)                    # "collision on ...": an error event
                     self.emergency_stop(hit)
         if self._estop or fb.state is not DriveState.ENABLED:
             self._was_controlling = False
-            self.monitor.restart()
+            if self._monitored:
+                self.monitor.restart()
             return CycleOutput(now, fb.position, fb.velocity, fb.torque, None, None, (0.0,) * 3, (0.0,) * 3, events)
 
         if self._was_controlling and dt > 10 * self.period:
@@ -502,8 +513,9 @@ class ControlLoop:
         force from the effort ``tau`` the drives applied over the ``interval`` s just passed; the
         collision's sentence, or ''. The observer restarts after a cycle that did not control."""
         mon = self.monitor
-        if not self._was_controlling or interval <= 0.0:
+        if not self._was_controlling or interval <= 0.0 or not self._monitored:
             mon.restart()
+        self._monitored = True
         hit = mon.update(q, qd, tau, interval if interval > 0.0 else self.period)
         return collision_text(hit, self.model.joint_names, self.units, now) if hit is not None else ""
 

@@ -49,6 +49,13 @@ from delta_dynamics.monitoring.observer import GAIN_DEFAULT, MomentumObserver, c
 from delta_dynamics.monitoring.payload import PayloadEstimator
 
 NAN3 = (math.nan,) * 3
+#: the CPU one :meth:`LoopMonitor.update` costs (observer, detection, payload), as
+#: ``bench/bench_monitoring.py`` measures it (LoopMonitor.update row: 0.25-0.5 ms on the shared 2-core
+#: host, more under load): why the loop runs it only with ``monitoring`` on (docs/monitoring.md)
+CPU_PER_CYCLE = "about 0.3-0.6 ms"
+#: the one-line reason collision detection is refused while monitoring is off
+NEEDS_MONITORING = (f"collision detection needs monitoring: true (the momentum observer, {CPU_PER_CYCLE} of CPU "
+                    f"per control cycle)")
 
 
 def check_thresholds(value) -> tuple:
@@ -116,6 +123,13 @@ class LoopMonitor:
         with their forgetting, are kept)."""
         self.state = None
         self.residual = self.force = NAN3
+
+    def off(self) -> None:
+        """Monitoring turned off (the loop thread): forget the run and the payload estimate; every
+        output NaN until the next :meth:`update` starts afresh from the state then."""
+        self.restart()
+        self._pstate = None
+        self.payload = (math.nan, math.nan)
 
     def update(self, q, qd, tau, dt: float) -> Collision | None:
         """One cycle: the measured joint state (q, q_dot), the effort ``tau`` applied over the

@@ -79,7 +79,8 @@ def _status(robot):
 
 @pytest.fixture(scope="module")
 def stack():
-    node = NodeProcess("delta_hardware.ros.hardware_node", "-p", "feedforward:=model", *SIM_TIME)
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-p", "feedforward:=model", "-p", "monitoring:=true",
+                       *SIM_TIME)
     client = RosClient("monitoring_test")
     robot = HardwareProbe(client)
     wrench = Wrenches(client, "delta_hardware")
@@ -275,7 +276,8 @@ def test_a_push_on_the_linear_preset_is_read_back():
     model = model_for("colombo2020")
     node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_lin_mon",
                        "-r", "/joint_states:=/lin_mon/joint_states", "-r", "/clock:=/lin_mon/clock",
-                       "-p", "robot:=colombo2020", "-p", "feedforward:=model", *SIM_TIME)
+                       "-p", "robot:=colombo2020", "-p", "feedforward:=model", "-p", "monitoring:=true",
+                       "-p", "collision_threshold:=[200.0, 200.0, 200.0]", *SIM_TIME)
     client = RosClient("linear_monitoring")
     try:
         robot = HardwareProbe(client, node="delta_hw_lin_mon", joint_states="/lin_mon/joint_states",
@@ -287,7 +289,90 @@ def test_a_push_on_the_linear_preset_is_read_back():
         _push(robot, wrench, F)
         np.testing.assert_allclose(_settled(robot, wrench), F, atol=TOLERANCE)
         assert ARMS[0] not in robot.events[-1]
+        st = _status(robot)                                 # started with monitoring and thresholds together
+        assert st["monitoring"] == "on" and not st["stopped"], st
+        assert not any("collision on" in e for e in robot.events), robot.events
     finally:
         client.close()
         assert node.stop() == 0, node.output()[-3000:]
         node.close()
+
+
+# ---------------------------------------------------------------- monitoring off (the default)
+
+@pytest.fixture(scope="module")
+def quiet():
+    """A node with the default parameters (monitoring false), its own name and clock."""
+    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_quiet",
+                       "-r", "/joint_states:=/quiet/joint_states", "-r", "/clock:=/quiet/clock",
+                       "-p", "feedforward:=model", *SIM_TIME)
+    client = RosClient("quiet_monitoring")
+    robot = HardwareProbe(client, node="delta_hw_quiet", joint_states="/quiet/joint_states")
+    wrench = Wrenches(client, "delta_hw_quiet")
+    try:
+        robot.wait_ready()
+        robot.wait_sim(0.2)
+        yield robot, wrench
+    finally:
+        client.close()
+        code = node.stop()
+        out = node.output()
+        node.close()
+        assert code == 0, f"hardware node exited with {code} on SIGINT:\n{out[-3000:]}"
+        assert "Traceback" not in out, out[-3000:]
+
+
+def test_monitoring_off_by_default_publishes_no_wrench_and_says_so(quiet):
+    """Default parameters: the loop does not run the observer: no ~/external_wrench over 0.5 s of
+    simulated time, even with a push on the simulated robot; ~/status and /diagnostics say off."""
+    robot, wrench = quiet
+    _push(robot, wrench, PUSH)
+    try:
+        robot.wait_sim(0.5)
+        robot.c.spin_for(0.5)                                # anything in flight arrives
+        assert wrench.msgs == [], f"{len(wrench.msgs)} wrenches with monitoring off"
+        st = _status(robot)
+        assert st["monitoring"] == "off" and "external_force" not in st and "residual" not in st, st
+        n = len(robot.diag)
+        assert robot.c.spin_until(lambda: len(robot.diag) > n, 30)
+        diag = {kv.key: kv.value for kv in robot.diag[-1].values}
+        assert diag["monitoring"] == "off" and "residual" not in diag, diag
+    finally:
+        _push(robot, wrench, (0.0, 0.0, 0.0))
+
+
+def test_collision_detection_is_refused_with_the_reason_while_monitoring_is_off(quiet):
+    robot, wrench = quiet
+    result = robot.c.set_parameter("delta_hw_quiet", "collision_threshold", [5.0, 5.0, 5.0])
+    assert not result.successful and "collision detection needs monitoring: true (the momentum observer, about " \
+        in result.reason and "ms of CPU per control cycle" in result.reason and "\n" not in result.reason, result.reason
+    calibrate = robot.c.node.create_client(Trigger, "/delta_hw_quiet/calibrate_collision")
+    res = robot.c.call(calibrate, Trigger.Request())
+    assert not res.success and res.message.startswith("collision detection needs monitoring: true"), res.message
+
+
+def test_monitoring_switched_on_at_run_time_reads_a_push_back_and_cannot_go_off_under_thresholds(quiet):
+    robot, wrench = quiet
+    n0 = len(robot.events)
+    assert robot.c.set_parameter("delta_hw_quiet", "monitoring", True).successful
+    robot.event_after(n0, "control law updated: monitoring")
+    try:
+        np.testing.assert_allclose(_settled(robot, wrench), 0.0, atol=TOLERANCE)
+        assert _status(robot)["monitoring"] == "on"
+        _push(robot, wrench, PUSH)
+        np.testing.assert_allclose(_settled(robot, wrench), PUSH, atol=TOLERANCE)
+        _push(robot, wrench, (0.0, 0.0, 0.0))
+        assert robot.c.set_parameter("delta_hw_quiet", "collision_threshold", [5.0, 5.0, 5.0]).successful
+        result = robot.c.set_parameter("delta_hw_quiet", "monitoring", False)          # detection would go
+        assert not result.successful and "collision detection needs monitoring: true" in result.reason, result.reason
+        assert _status(robot)["monitoring"] == "on"
+        assert robot.c.set_parameter("delta_hw_quiet", "collision_threshold", [0.0, 0.0, 0.0]).successful
+    finally:
+        assert robot.c.set_parameter("delta_hw_quiet", "monitoring", False).successful
+    robot.wait_sim(0.1)
+    robot.c.spin_for(0.5)
+    n = len(wrench.msgs)
+    robot.wait_sim(0.5)                                     # off again: silent
+    robot.c.spin_for(0.5)
+    assert len(wrench.msgs) == n, f"{len(wrench.msgs) - n} wrenches after monitoring was turned off"
+    assert "external_force" not in _status(robot)

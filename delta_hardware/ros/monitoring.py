@@ -24,6 +24,10 @@
   :data:`CALIBRATION_FLOOR`; an event says the thresholds. Calibrate on the motions the robot
   will make, without contact.
 
+All of it needs the parameter ``monitoring`` true (default false: the loop does not run the
+observer, the records' residual, force and payload are NaN, so nothing is published on
+``~/external_wrench`` or ``~/payload``, and ``~/calibrate_collision`` is refused with the reason).
+
 The run-time parameter ``plant_payload_mass`` goes through :mod:`delta_hardware.ros.requests`
 to the same loop request (``plant``).
 """
@@ -41,6 +45,7 @@ from delta_dynamics.monitoring.collision import MARGIN_DEFAULT, thresholds_from_
 
 from delta_hardware.drives import DriveError
 from delta_hardware.loop_link import FLAG_ACTIVATED, FLAG_SETPOINT
+from delta_hardware.loop_monitor import NEEDS_MONITORING
 from delta_hardware.ros.messages import to_time
 
 #: Hz of the loop's time at which ~/external_wrench is published (every cycle below it)
@@ -110,6 +115,9 @@ class Monitoring:
         """``~/calibrate_collision``: watch the next motion (module docstring)."""
         if not self.node.active():
             response.success, response.message = False, "the hardware node is not active"
+            return response
+        if not self.node.get_parameter("monitoring").value:
+            response.success, response.message = False, NEEDS_MONITORING
             return response
         self._calibration = []
         response.success = True

@@ -21,6 +21,7 @@ from delta_dynamics.monitoring.observer import GAIN_DEFAULT, GAIN_MAX, GAIN_MIN
 from delta_dynamics.plant import PAYLOAD_MAX
 from delta_hardware.drives import BUSES, bus_parameters
 from delta_hardware.loop_config import LoopConfig, LoopSpec
+from delta_hardware.loop_monitor import CPU_PER_CYCLE, NEEDS_MONITORING
 from delta_hardware.loop_thread import RealtimeSettings
 
 
@@ -78,6 +79,9 @@ PARAMETERS = {
                                    "tolerance (0: no limit, as joint_trajectory_controller's constraints.goal_time)"),
     "action_start_tolerance": Param(0.01, "rad: a FollowJointTrajectory point at time 0 may be this far from the "
                                           "setpoint and is then dropped (MoveIt's allowed_start_tolerance)"),
+    "monitoring": Param(False, "run the momentum observer, collision detection and payload estimate in the "
+                               f"control loop ({CPU_PER_CYCLE} of CPU per cycle; off: ~/external_wrench and ~/payload "
+                               "silent, no collision detection; docs/monitoring.md)", runtime=True),
     "observer_gain": Param(GAIN_DEFAULT, f"1/s: gain K of the momentum observer (residual time constant 1/K; "
                                          f"{GAIN_MIN:g}-{GAIN_MAX:g}; docs/monitoring.md)", runtime=True),
     "collision_threshold": Param([0.0, 0.0, 0.0], "N m (N on a linear robot) per joint: a residual above it is a "
@@ -150,6 +154,8 @@ def _rules(p: dict):
     yield "collision_threshold", isinstance(t, list) and len(t) == 3 and all(_finite(x) and x >= 0 for x in t) and \
         (all(x == 0 for x in t) or all(x > 0 for x in t)), \
         "must be 3 finite numbers, all > 0 (N m or N, per joint) or all 0 (detection off)"
+    yield "monitoring", isinstance(p["monitoring"], bool), "must be true or false"
+    yield "collision_threshold", p["monitoring"] is True or not any(t), f"is > 0 while monitoring is false: {NEEDS_MONITORING}"
     yield "collision_reaction", p["collision_reaction"] in COLLISION_REACTIONS, \
         "must be stop (the latched quick stop; retract, moving back along the path, is not implemented)"
     yield number("plant_payload_mass", 0.0, PAYLOAD_MAX)
@@ -211,7 +217,7 @@ def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feed
     cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
                      command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
                      feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic,
-                     observer_gain=float(p["observer_gain"]), collision_threshold=tuple(p["collision_threshold"]))
+                     monitoring=p["monitoring"], observer_gain=float(p["observer_gain"]), collision_threshold=tuple(p["collision_threshold"]))
     rt = RealtimeSettings(thread_priority=int(p["thread_priority"]), cpu_affinity=int(p["cpu_affinity"]),
                           lock_memory=bool(p["lock_memory"]))
     return LoopSpec(robot=robot, backend=p["hardware"], params=dict(p), config=cfg,

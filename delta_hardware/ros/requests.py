@@ -43,11 +43,12 @@ class Requests:
         if node.loop is None:
             return SetParametersResult(successful=True)          # checked when configuring
         changes = {}
+        merged = {**node.params(), **{p.name: p.value for p in params if p.name in PARAMETERS}}
         try:
             for p in params:
                 if p.name not in PARAMETERS or (p.value == node.get_parameter(p.name).value and p.name != "pause_at"):
                     continue
-                check_parameters({**node.params(), p.name: p.value})
+                check_parameters(merged)              # with the call's other values: monitoring and thresholds together
                 if p.name == "pause_at":
                     node.loop.ask("pause_at", t=float(p.value))
                 elif not PARAMETERS[p.name].runtime:

@@ -70,7 +70,8 @@ def node_status(node) -> dict:
     lifecycle = node.lifecycle()
     st = {"node": node.get_fully_qualified_name(), "lifecycle": lifecycle, "active": node.active(),
           "stopped": node.failure, "joint_names": node.joint_names,
-          "clock": "sim" if node.owns_time else "wall", "time": node.now()}
+          "clock": "sim" if node.owns_time else "wall", "time": node.now(),
+          "monitoring": "on" if node.get_parameter("monitoring").value else "off"}
     if client is None:
         st["drives"] = "closed"
         return rounded(st)
