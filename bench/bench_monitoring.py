@@ -4,7 +4,9 @@ observer detects, on real simulated robots.
 * speed: the one-sample path the loop calls every cycle (observer update, collision check,
   payload update), median and p99 per call over >= 5 000 calls (target: observer + check +
   payload <= 200 us, a tenth of a 500 Hz cycle); the batch observer over N = 20 000 samples
-  (samples per second).
+  (samples per second). And the whole control cycle (``ControlLoop.cycle`` on the simulated drives
+  holding still, thread CPU time per cycle) with the parameter ``monitoring`` off and on: why it
+  is opt-in (docs/monitoring.md).
 * detection (thresholds: the residual envelope + 50 % of fast cycles without contact along x,
   along y and 6 random ones): a push at the platform during a fast pick cycle (nt_robot on the MuJoCo plant:
   30 N, 25/305/25 mm door; colombo2020 on the explicit plant: 10 N, 25/100/25 mm door, its
@@ -42,6 +44,9 @@ from delta_dynamics.monitoring.observer import MomentumObserver  # noqa: E402
 from delta_dynamics.monitoring.payload import PayloadEstimator  # noqa: E402
 from delta_dynamics.motion import plan_pick  # noqa: E402
 from delta_dynamics.plant import ExplicitPlant  # noqa: E402
+from delta_hardware.control_loop import ControlLoop, LoopConfig  # noqa: E402
+from delta_hardware.drives.simulated import SimulatedDriveSet  # noqa: E402
+from delta_hardware.loop_monitor import LoopMonitor  # noqa: E402
 
 DT = 0.002
 
@@ -80,12 +85,38 @@ def speed_rows(name, n):
     t0 = time.perf_counter()
     obs.residuals(qb, qdb, rng.standard_normal((N, 3)), DT)
     rate = N / (time.perf_counter() - t0)
+    loop_mon = LoopMonitor(m, thresholds=(1e6, 1e6, 1e6))        # as the control loop runs it, never tripping
+    it4 = iter(range(1, n + 1))
+    lm = timed(lambda: (lambda k: loop_mon.update(q[k], qd[k], tau[k], DT))(next(it4)), n)
     total = o[0] + c[0] + p[0]
     return [(name, "observer update, one sample", f"{o[0]:.0f} us (p99 {o[1]:.0f})", ""),
             (name, "collision check, one sample", f"{c[0]:.0f} us (p99 {c[1]:.0f})", ""),
             (name, "payload update, one sample", f"{p[0]:.0f} us (p99 {p[1]:.0f})", ""),
             (name, "all three per cycle (target <= 200 us)", f"{total:.0f} us", mark(total <= 200)),
+            (name, "in the control loop: LoopMonitor.update, one cycle", f"{lm[0]:.0f} us (p99 {lm[1]:.0f})",
+             mark(lm[0] <= 200)),
             (name, "batch observer, 20 000 samples", f"{rate / 1e3:.0f} k samples/s", "")]
+
+
+def cycle_cpu(name, monitoring, n):
+    """Thread CPU time (us) per ``ControlLoop.cycle`` of ``name`` on the simulated drives, holding
+    still at 500 Hz, with the parameter ``monitoring`` as given (after 200 cycles of warm-up)."""
+    loop = ControlLoop(model_for(name), SimulatedDriveSet(name, torque_noise=0.02, seed=1),
+                       LoopConfig(rate=1 / DT, feedforward="model", monitoring=monitoring))
+    loop.activate()
+    t = 0.0
+    for k in range(200 + n):
+        if k == 200:
+            c0 = time.thread_time()
+        loop.cycle(t)
+        t += DT
+    return (time.thread_time() - c0) / n * 1e6
+
+
+def cycle_rows(name, n):
+    off, on = cycle_cpu(name, False, n), cycle_cpu(name, True, n)
+    return [(name, "control cycle CPU, monitoring off (the default)", f"{off:.0f} us", ""),
+            (name, "control cycle CPU, monitoring on", f"{on:.0f} us (+{on - off:.0f} us)", "")]
 
 
 def make_plant(name, kind):
@@ -212,6 +243,7 @@ def main(argv=None) -> int:
     rows = []
     for name in ("nt_robot", "colombo2020"):
         rows += speed_rows(name, 500 if a.quick else 5000)
+        rows += cycle_rows(name, 500 if a.quick else 3000)
     for name, kind, push, span in (("nt_robot", "mujoco", 30.0, 0.305), ("colombo2020", "explicit", 10.0, 0.1)):
         det = calibrate(name, kind, span, 2 if a.quick else 6)
         rows += detection_rows(name, kind, push, span, 2 if a.quick else 6, det)

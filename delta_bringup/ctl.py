@@ -12,6 +12,9 @@
                                             # time-optimal pick-and-place cycles (~/pick; docs/motion.md)
     delta-ctl pause | resume                # simulated time (the simulated robot, use_sim_time)
     delta-ctl record [TOPICS] --out DIR [--storage mcap|sqlite3]   # a rosbag2 bag, until Ctrl-C
+    delta-ctl push 0 0 -30 [--for 0.5]      # push the simulated platform (N, base_link; 0 0 0 removes it)
+    delta-ctl payload 0.5                   # the simulated robot's payload (kg; the controller's model stays)
+    delta-ctl wrench                        # the external force the observer estimates (N, base_link)
 
 Options before the command: ``--namespace r1`` (the stack's namespace, as
 ``delta-bringup --namespace``), ``--prefix r1_`` (its joint name prefix), ``--node`` (the
@@ -98,6 +101,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", action="store_true", help="wait for the end of the motion")
     _pick_parser(sub)
     _record_parser(sub)
+    _monitoring_parser(sub)
     return ap
 
 
@@ -111,6 +115,17 @@ def _pick_parser(sub):
     p.add_argument("--dwell", type=_number, default=0.05, help="s at each end (default 0.05)")
     p.add_argument("--cycles", type=int, default=1, help="there-and-back cycles (default 1)")
     p.add_argument("--wait", action="store_true", help="wait for the end of the run")
+
+
+def _monitoring_parser(sub):
+    """``push``, ``payload``, ``wrench``: the simulated robot's disturbances and the observer's estimate."""
+    p = sub.add_parser("push", help="push the simulated platform with a force (N, base_link); 0 0 0 removes it")
+    p.add_argument("force", nargs=3, type=_number, metavar="F", help="FX FY FZ: N in base_link")
+    p.add_argument("--for", dest="seconds", type=_positive, help="remove the push after this many s (default: "
+                   "it stays until the next push)")
+    p = sub.add_parser("payload", help="the simulated robot's payload (kg; the controller's model stays)")
+    p.add_argument("mass", type=_number, help="kg >= 0")
+    sub.add_parser("wrench", help="the external force at the platform the momentum observer estimates (N)")
 
 
 def _record_parser(sub):
@@ -328,6 +343,60 @@ class Stack:
             return 0 if end().startswith("trajectory finished") else 1
         return 0
 
+    def push(self, force, seconds=None) -> int:
+        """``push``: publish ``force`` (N) on ``<node>/plant/external_wrench`` in ``<prefix>base_link`` and print the
+        node's verdict; with ``seconds`` remove it that long (wall clock) after its acceptance. 0 if accepted."""
+        from geometry_msgs.msg import WrenchStamped
+        pub = self.node.create_publisher(WrenchStamped, self.base + "plant/external_wrench", 10)
+        if not self.spin(self.args.timeout, lambda: pub.get_subscription_count() > 0):
+            raise Failed(f"nobody subscribes {self.where()}/plant/external_wrench within {self.args.timeout:g} s: "
+                         f"is the stack running, with the same ROS_DOMAIN_ID and namespace?")
+        self.spin(0.3)                                      # the events subscription matched too
+
+        def send(F):
+            msg = WrenchStamped()
+            msg.header.frame_id = self.args.prefix + "base_link"
+            msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = F
+            n0 = len(self.events)
+            pub.publish(msg)
+            verdict = lambda: next((e for e in self.events[n0:] if e.startswith("plant external wrench")), None)  # noqa: E731
+            if not self.spin(self.args.timeout, lambda: verdict() is not None):
+                raise Failed(f"{self.where()} did not answer the push")
+            print(verdict())
+            return 1 if "refused" in verdict() else 0
+
+        code = send(tuple(force))
+        if code or seconds is None or not any(force):
+            return code
+        self.spin(seconds)
+        return send((0.0, 0.0, 0.0))
+
+    def payload(self, mass: float) -> int:
+        """``payload``: set the hardware node's ``plant_payload_mass`` to ``mass`` kg; print the result, 0 if set."""
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.parameter import Parameter
+        request = SetParameters.Request(parameters=[Parameter("plant_payload_mass", value=float(mass)).to_parameter_msg()])
+        res = self.call(SetParameters, "set_parameters", request, resend=True).results[0]   # setting twice is setting
+        if not res.successful:
+            print(f"payload refused: {res.reason}")
+            return 1
+        print(f"the simulated robot now carries {mass:g} kg (the controller's model is unchanged)")
+        return 0
+
+    def wrench(self) -> int:
+        """``wrench``: print the next ``<node>/external_wrench`` (N, base_link); 1 if none comes within ``--timeout``."""
+        from geometry_msgs.msg import WrenchStamped
+        got = []
+        sub = self.node.create_subscription(WrenchStamped, self.base + "external_wrench", got.append, 10)
+        try:
+            if not self.spin(self.args.timeout, lambda: bool(got)):
+                raise Failed(f"no {self.where()}/external_wrench within {self.args.timeout:g} s: is monitoring "
+                             f"true, the robot controlled (not stopped), the stack running with the same ROS_DOMAIN_ID and namespace?")
+        finally:
+            self.node.destroy_subscription(sub)
+        print(wrench_text(got[0]))
+        return 0
+
     def _arm_names(self):
         """The arm joint names from the stack's status (the robot file's, without prefix)."""
         from std_srvs.srv import Trigger
@@ -374,6 +443,20 @@ def where_text(st: dict) -> str:
     return "\n".join(lines)
 
 
+def wrench_text(msg) -> str:
+    """``delta-ctl wrench``'s line from a ``geometry_msgs/WrenchStamped``.
+
+    >>> from types import SimpleNamespace as N
+    >>> print(wrench_text(N(header=N(frame_id="base_link", stamp=N(sec=3, nanosec=250000000)),
+    ...                     wrench=N(force=N(x=18.0, y=0.0, z=-24.0)))))
+    external force  x 18.00  y 0.00  z -24.00 N  |F| 30.00 N (base_link, t = 3.250 s)
+    """
+    f, h = msg.wrench.force, msg.header
+    size = (f.x ** 2 + f.y ** 2 + f.z ** 2) ** 0.5
+    return (f"external force  x {f.x:.2f}  y {f.y:.2f}  z {f.z:.2f} N  |F| {size:.2f} N "
+            f"({h.frame_id}, t = {h.stamp.sec + 1e-9 * h.stamp.nanosec:.3f} s)")
+
+
 def _record(stack, args) -> int:
     from delta_bringup.record import RecordError, record      # in-function: rclpy and rosbags, for record only
     topics = args.topics or ["joint_states"]
@@ -418,6 +501,12 @@ def main(argv=None) -> int:
             return _record(stack, args)
         if args.command == "pick":
             return stack.pick(args)
+        if args.command == "push":
+            return stack.push(args.force, args.seconds)
+        if args.command == "payload":
+            return stack.payload(args.mass)
+        if args.command == "wrench":
+            return stack.wrench()
         return stack.send(names, points, args.wait)
     except Failed as e:
         print(f"{PROG}: {e}", file=sys.stderr)

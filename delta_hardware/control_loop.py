@@ -38,6 +38,7 @@ import numpy as np
 from delta_dynamics.algorithms import cartesian_state, inverse_dynamics, joint_units
 from delta_hardware.drives.interface import DriveError, DriveState, Mode
 from delta_hardware.loop_config import LoopConfig, gain_limits  # noqa: F401 - re-exported
+from delta_hardware.loop_monitor import LoopMonitor, collision_text
 from delta_hardware.stream_follower import StreamFollower
 from delta_hardware.joint_plan import JointPlan, Setpoint
 
@@ -193,6 +194,11 @@ class ControlLoop:
         self.last_period = self.period        # s between the last two cycles
         self._held = False                    # the last cycle's exchange was held back (drives.cycle)
         self.notices: list[str] = []          # events raised outside a cycle (activate, reset)
+        # the momentum observer and collision detection on the feedforward model (loop_monitor)
+        # only with cfg.monitoring: it costs about as much CPU as the rest of the cycle (docs/monitoring.md)
+        self.monitor = LoopMonitor(self.ff_model, self.cfg.observer_gain, self.cfg.collision_threshold)
+        self.monitoring = self.cfg.monitoring     # read by the loop thread each cycle; set by reconfigure
+        self._monitored = False                   # the loop thread's view: the monitor holds a run
 
     # ------------------------------------------------------------------ commands (any thread)
     def activate(self, _stops: int | None = None) -> None:
@@ -309,12 +315,20 @@ class ControlLoop:
             self._plan, self._hold = None, None
             self._watchdog_fired = False
 
-    def reconfigure(self, feedforward=None, model=None, kp=None, kd=None, function=None) -> None:
+    def reconfigure(self, feedforward=None, model=None, kp=None, kd=None, function=None,
+                    observer_gain=None, collision_threshold=None, monitoring=None) -> None:
         """Change the control law while running: feedforward source, the model used for the
-        in-process feedforward (e.g. identified parameters), the gains, or a function
+        in-process feedforward (e.g. identified parameters; the observer's too), the gains, or a function
         ``f(setpoint) -> tau`` that replaces the in-process model (e.g. the dynamics node's
-        own model when the nodes are composed in one process)."""
+        own model when the nodes are composed in one process); the observer gain (1/s) and the
+        collision thresholds (:class:`~delta_hardware.loop_monitor.LoopMonitor`); ``monitoring``
+        (bool) runs the monitor each cycle or not at all (turned on, the observer starts from the
+        state at the next controlling cycle; off, its outputs are NaN)."""
         with self._lock:
+            if monitoring is not None:
+                self.monitoring = bool(monitoring)
+            if model is not None or observer_gain is not None or collision_threshold is not None:
+                self.monitor.configure(model=model, gain=observer_gain, thresholds=collision_threshold)
             if function is not None:
                 self.ff_function = function
             if feedforward is not None:
@@ -423,6 +437,9 @@ class ControlLoop:
             self._latch(f"drive fault: {reason}")
             events.append(f"fault: {reason}")
             self.drives.quick_stop(reason)
+        if self._monitored and not self.monitoring:           # turned off: NaN from this cycle on
+            self.monitor.off()
+            self._monitored = False
         if not self._estop and fb.state is DriveState.ENABLED:
             if self._recovery is not None:
                 back = self._update_recovery(q, self._last_sp.q if self._last_sp is not None else q)
@@ -437,8 +454,15 @@ class ControlLoop:
             if bad:
                 events.append(f"quick stop: {bad}")
                 self.emergency_stop(bad)
+            elif self.monitoring:
+                hit = self._observe(now, q, qd, fb.torque, step if advanced is None else advanced)
+                if hit:
+                    events.append(hit)                    # "collision on ...": an error event
+                    self.emergency_stop(hit)
         if self._estop or fb.state is not DriveState.ENABLED:
             self._was_controlling = False
+            if self._monitored:
+                self.monitor.restart()
             return CycleOutput(now, fb.position, fb.velocity, fb.torque, None, None, (0.0,) * 3, (0.0,) * 3, events)
 
         if self._was_controlling and dt > 10 * self.period:
@@ -483,6 +507,17 @@ class ControlLoop:
             events.append(late)
         return CycleOutput(now, fb.position, fb.velocity, fb.torque, sp, preview,
                            tuple(clipped.tolist()), tuple(ff.tolist()), events)
+
+    def _observe(self, now, q, qd, tau, interval) -> str:
+        """The monitor's cycle (:class:`~delta_hardware.loop_monitor.LoopMonitor`): the residual and platform
+        force from the effort ``tau`` the drives applied over the ``interval`` s just passed; the
+        collision's sentence, or ''. The observer restarts after a cycle that did not control."""
+        mon = self.monitor
+        if not self._was_controlling or interval <= 0.0 or not self._monitored:
+            mon.restart()
+        self._monitored = True
+        hit = mon.update(q, qd, tau, interval if interval > 0.0 else self.period)
+        return collision_text(hit, self.model.joint_names, self.units, now) if hit is not None else ""
 
     def _setpoint(self, now, q, events):
         extra = np.zeros(3)

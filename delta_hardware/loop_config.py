@@ -15,6 +15,8 @@ from delta_dynamics.algorithms import joint_space_inertia, joint_units, sample_w
 from delta_core.rates import check_control_rate
 from delta_core.robot_file import RobotFileError
 from delta_dynamics.kinds import same_kind_model
+from delta_dynamics.monitoring.observer import GAIN_DEFAULT, check_gain
+from delta_hardware.loop_monitor import NEEDS_MONITORING, check_thresholds
 from delta_hardware.loop_thread import RealtimeSettings
 from delta_hardware.joint_plan import TrajectoryRejected
 
@@ -35,9 +37,15 @@ class LoopConfig:
     velocity_margin: float = 1.25             # x velocity limit -> quick stop
     max_stall: float = 0.25                   # s between cycles -> quick stop
     feedforward_topic: str = "/delta/feedforward"   # its resolved name, for the messages
+    monitoring: bool = False                  # run the momentum observer, detection, payload (loop_monitor) each cycle
+    observer_gain: float = GAIN_DEFAULT       # 1/s of the momentum observer (loop_monitor)
+    collision_threshold: tuple = (0.0, 0.0, 0.0)    # N m (N) per joint; all 0: no collision detection
 
     def __post_init__(self):
         self.rate = check_control_rate(self.rate)
+        self.observer_gain = check_gain(self.observer_gain)
+        self.collision_threshold = check_thresholds(self.collision_threshold)
+        self.monitoring = check_monitoring(self.monitoring, self.collision_threshold)
         for name in ("kp", "kd"):
             v = tuple(float(x) for x in getattr(self, name))
             if len(v) != 3 or not all(math.isfinite(x) and x >= 0 for x in v):
@@ -160,7 +168,33 @@ class LoopRules:
             except RobotFileError as e:
                 raise ValueError(str(e)) from None
             return {"model": feedforward_robot}
+        if name == "monitoring":
+            if not isinstance(value, bool):
+                raise ValueError(f"monitoring must be true or false, got {value!r}")
+            return {"monitoring": value}
+        if name == "observer_gain":
+            return {"observer_gain": check_gain(value)}
+        if name == "collision_threshold":
+            return {"collision_threshold": check_thresholds(value)}
         raise ValueError(f"{name} can only change while unconfigured (deactivate, cleanup, set, configure)")
+
+
+def check_monitoring(monitoring, thresholds) -> bool:
+    """``monitoring`` (bool) when the collision ``thresholds`` (checked, N m or N) agree with it:
+    thresholds > 0 need the momentum observer, so monitoring on; ValueError with the reason otherwise.
+
+    >>> check_monitoring(False, (0.0, 0.0, 0.0)), check_monitoring(True, (2.0, 2.0, 2.0))
+    (False, True)
+    >>> check_monitoring(False, (2.0, 2.0, 2.0))
+    Traceback (most recent call last):
+    ...
+    ValueError: collision_threshold [2.0, 2.0, 2.0] is set while monitoring is false: collision detection needs monitoring: true (the momentum observer, about 0.3-0.6 ms of CPU per control cycle)
+    """
+    if not isinstance(monitoring, bool):
+        raise ValueError(f"monitoring must be true or false, got {monitoring!r}")
+    if any(thresholds) and not monitoring:
+        raise ValueError(f"collision_threshold {list(thresholds)} is set while monitoring is false: {NEEDS_MONITORING}")
+    return monitoring
 
 
 def gain_limits(model, rate: float, samples: int = 50):

@@ -59,7 +59,7 @@ import time
 import numpy as np
 
 MAGIC = 0x44454C54414C4F4F          # "DELTALOO"
-VERSION = 1
+VERSION = 2
 
 #: One control cycle as the node publishes it (SI units of the joints: rad or m): the fields of
 #: a row of float64 (one row per record: written with a few slice copies, read with one).
@@ -77,6 +77,9 @@ STATE_FIELDS = (
     ("flags", 1),                    # FLAG_*
     ("plan", 1),                     # id of the plan followed (0: none)
     ("lo", 3), ("hi", 3), ("vmax", 3),   # position/velocity limits in force
+    ("residual", 3),                 # momentum observer residual (N m or N per joint; NaN: not observing)
+    ("external_force", 3),           # platform force that explains it (N, base_link; NaN: not observing)
+    ("payload", 2),                  # estimated payload and its standard deviation (kg; NaN: none yet)
 )
 STATE_SLICES, _at = {}, 0
 for _name, _width in STATE_FIELDS:

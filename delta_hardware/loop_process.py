@@ -47,6 +47,8 @@ from delta_hardware.loop_thread import LoopThread, SimTimeLoopThread
 #: events that are not warnings (everything else a cycle reports is)
 INFO_EVENTS = ("trajectory finished", "back within", "feedforward topic back", "simulation paused",
                "control law updated", "reset: holding")
+#: events that are errors (a collision's latched stop)
+ERROR_EVENTS = ("collision on",)
 #: s the request thread waits for the ring to have room in simulated time before it checks for a stop
 BACKPRESSURE_POLL = 0.001
 NAN3 = np.full((3, 3), np.nan)
@@ -81,7 +83,7 @@ class LoopProcess:
     def event(self, text: str, level: int | None = None) -> None:
         """An event for the node (logged and published on ``~/events``); never blocks."""
         if level is None:
-            level = 0 if text.startswith(INFO_EVENTS) else 1
+            level = 0 if text.startswith(INFO_EVENTS) else 2 if text.startswith(ERROR_EVENTS) else 1
         with self.event_lock:
             h = self.block.header
             k = int(h["event_head"])
@@ -114,6 +116,8 @@ class LoopProcess:
         self.loop = ControlLoop(self.model, self.drives, cfg)
         if spec.feedforward_robot is not None:
             self.loop.reconfigure(model=model_for(spec.feedforward_robot))
+        if float(spec.params.get("plant_payload_mass") or 0.0) > 0.0:     # the simulated robot's payload
+            self._disturb({"payload": float(spec.params["plant_payload_mass"])})
         if self.sim:
             self.drives.lockstep()            # simulated drives on the bus: wait for their answers
         self.start_time = float(spec.start_time)
@@ -154,7 +158,8 @@ class LoopProcess:
                    preview_time=out.time + loop.period,
                    preview=((out.preview.q, out.preview.qd, out.preview.qdd) if out.preview is not None else NAN3),
                    torque=out.torque, feedforward=out.feedforward, flags=flags, plan=loop.plan_id,
-                   lo=lo, hi=hi, vmax=vmax)
+                   lo=lo, hi=hi, vmax=vmax, residual=loop.monitor.residual, external_force=loop.monitor.force,
+                   payload=loop.monitor.payload)
         h["now"] = out.time
         h["head"] = k + 1
         self.tick = k + 1
@@ -171,7 +176,8 @@ class LoopProcess:
         self.block.states.write(k, tick=k, time=self.now(), period=0.0, position=fb.position, velocity=fb.velocity,
                                 effort=fb.torque, setpoint=(sp.q, sp.qd, sp.qdd), preview_time=np.nan, preview=NAN3,
                                 torque=(0.0,) * 3, feedforward=(0.0,) * 3, flags=FLAG_SETPOINT | FLAG_ACTIVATED,
-                                plan=0, lo=lo, hi=hi, vmax=vmax)
+                                plan=0, lo=lo, hi=hi, vmax=vmax, residual=NAN3[0], external_force=NAN3[0],
+                                payload=NAN3[0][:2])
         self.block.header["head"] = k + 1
         self.tick = k + 1
 
@@ -285,7 +291,23 @@ class LoopProcess:
             return self._pause(op, msg)
         if op == "status":
             return {"status": self.status()}
+        if op == "plant":
+            return self._disturb(msg)
         raise ValueError(f"unknown request {op!r}")
+
+    def _disturb(self, msg) -> dict:
+        """A disturbance of the simulated robot (``force``: N at the platform, ``base_link``, zero removes
+        it; ``payload``: kg on its platform), from its next cycle on; ValueError with the reason on
+        drives that are not an in-process simulation (a real robot, or delta-drive-sim on a bus)."""
+        drives = self.drives
+        if not hasattr(drives, "set_external_force"):
+            raise ValueError(f"only the simulated robot (hardware sim) can be pushed or loaded; hardware "
+                             f"{self.spec.backend} drives {'simulated drives in another process' if drives.simulated else 'a real robot'}")
+        if msg.get("force") is not None:
+            drives.set_external_force(msg["force"])
+        if msg.get("payload") is not None:
+            drives.set_payload(msg["payload"])
+        return {"now": self.now()}
 
     def _pause(self, op, msg) -> dict:
         th = self.thread

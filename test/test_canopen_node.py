@@ -81,8 +81,29 @@ def test_node_runs_a_trajectory_on_simulated_drives_over_can(tmp_path):
         client.spin_for(0.3)
         np.testing.assert_allclose(hw.q, [0.3, 0.2, 0.1], atol=2e-3)
         assert client.call(hw.get_state, GetState.Request(), resend=True).current_state.label == "active"
+        _disturbances_are_refused(client, hw, "delta_hw_can")
     finally:
         _close(client, node)
+
+
+def _disturbances_are_refused(client, hw, name):
+    """The simulated robot's push and payload are refused with the reason on the canopen bus (its drives
+    are not the in-process simulation), and the robot holds."""
+    from geometry_msgs.msg import WrenchStamped
+    pub = client.node.create_publisher(WrenchStamped, f"/{name}/plant/external_wrench", 10)
+    assert client.spin_until(lambda: pub.get_subscription_count() > 0, 30)
+    msg = WrenchStamped()
+    msg.header.frame_id = "base_link"
+    msg.wrench.force.z = -30.0
+    n0 = len(hw.events)
+    q0 = hw.q.copy()
+    pub.publish(msg)
+    text = hw.event_after(n0, "plant external wrench refused")
+    assert "only the simulated robot (hardware sim) can be pushed or loaded; hardware canopen" in text, text
+    result = client.set_parameter(name, "plant_payload_mass", 1.0)
+    assert not result.successful and "hardware canopen" in result.reason, result.reason
+    client.spin_for(0.3)
+    np.testing.assert_allclose(hw.q, q0, atol=1e-3)
 
 
 def test_no_drive_on_the_bus_leaves_the_node_unconfigured():

@@ -461,3 +461,33 @@ def test_a_plan_that_starts_on_receipt_and_comes_late_starts_when_taken(rig, on_
     else:
         assert plan.start_time == start
         assert jump > 1e-2, jump                             # 0.1 s into the plan at once
+
+
+def test_monitoring_is_opt_in_and_switches_at_run_time(rig, monkeypatch):
+    """Default (``monitoring`` false): the loop never calls the monitor and its outputs stay NaN;
+    turned on by reconfigure the observer starts from the current state (a residual, a payload
+    estimate), off again every output is NaN at the next cycle and the calls stop."""
+    import math
+    from delta_hardware.loop_monitor import LoopMonitor
+    model, drives, loop = rig
+    calls = []
+    original = LoopMonitor.update
+    monkeypatch.setattr(LoopMonitor, "update", lambda self, *a: calls.append(1) or original(self, *a))
+    t, _ = run(loop, 0.0, 0.1)
+    assert loop.monitoring is False and not calls
+    assert all(math.isnan(v) for v in loop.monitor.residual + loop.monitor.force + loop.monitor.payload)
+    loop.reconfigure(monitoring=True)
+    t, _ = run(loop, t, 0.1)
+    assert len(calls) == 50
+    assert all(math.isfinite(v) for v in loop.monitor.residual + loop.monitor.force + loop.monitor.payload)
+    assert abs(loop.monitor.state.samples - 49) <= 1                 # started at the first cycle after the switch
+    loop.reconfigure(monitoring=False)
+    t, _ = run(loop, t, 0.1)
+    assert len(calls) == 50
+    assert all(math.isnan(v) for v in loop.monitor.residual + loop.monitor.force + loop.monitor.payload)
+
+
+def test_collision_thresholds_need_monitoring():
+    with pytest.raises(ValueError, match="collision detection needs monitoring: true"):
+        LoopConfig(rate=1 / DT, collision_threshold=(2.0, 2.0, 2.0))
+    assert LoopConfig(rate=1 / DT, monitoring=True, collision_threshold=(2.0, 2.0, 2.0)).monitoring is True

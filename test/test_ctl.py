@@ -20,6 +20,10 @@ from delta_bringup.ctl import main as ctl_main
     (["pick", "0.1", "0", "-0.8", "-0.1", "0"], "pick: error: the following arguments are required"),
     (["pick", "0.1", "0", "-0.8", "-0.1", "0", "inf"], "must be finite"),
     (["pick", "0.1", "0", "-0.8", "-0.1", "0", "-0.8", "--cycles", "-2"], "pick --cycles must be a whole number"),
+    (["push", "0", "0"], "the following arguments are required: F"),
+    (["push", "0", "nan", "-30"], "must be finite"),
+    (["push", "0", "0", "-30", "--for", "-1"], "must be > 0"),
+    (["payload", "inf"], "must be finite"),
 ])
 def test_bad_arguments_exit_2_with_one_line(args, message, capsys):
     with pytest.raises(SystemExit) as e:

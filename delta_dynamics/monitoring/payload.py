@@ -93,19 +93,22 @@ class PayloadEstimator:
         """A fresh state at platform velocity ``Xd`` (m/s); start it with the observer."""
         return PayloadState(np.zeros(3), np.array(Xd, dtype=float))
 
-    def regressor(self, X, Xd, Xd_prev, dt: float) -> np.ndarray:
-        """psi (module docstring) for one interval or N intervals: -J^-T (dX_dot/dt + g e_z)."""
+    def regressor(self, X, Xd, Xd_prev, dt: float, Jinv=None) -> np.ndarray:
+        """psi (module docstring) for one interval or N intervals: -J^-T (dX_dot/dt + g e_z)
+        (``Jinv``: J(X)^-1 when the caller has it)."""
         phi = (np.asarray(Xd, dtype=float) - np.asarray(Xd_prev, dtype=float)) / dt
         phi[..., 2] += self.model.g
-        Jinv = np.linalg.inv(jacobian(self.model, np.asarray(X, dtype=float)))
+        if Jinv is None:
+            Jinv = np.linalg.inv(jacobian(self.model, np.asarray(X, dtype=float)))
         return -np.einsum("...ji,...j->...i", Jinv, phi)
 
-    def update(self, state: PayloadState, X, Xd, r, dt: float) -> None:
+    def update(self, state: PayloadState, X, Xd, r, dt: float, Jinv=None) -> None:
         """One sample: the platform state (X, X_dot) now (m, m/s), the observer's residual
-        ``r`` now (after its update with the same sample) and the interval ``dt`` (s)."""
+        ``r`` now (after its update with the same sample) and the interval ``dt`` (s);
+        ``Jinv``: J(X)^-1 if the caller has it (the control loop's one-sample path)."""
         a = math.exp(-self.gain * dt)
         lam = math.exp(-dt / self.memory)
-        psi = self.regressor(X, Xd, state.Xd, dt)
+        psi = self.regressor(X, Xd, state.Xd, dt, Jinv)
         state.psi = a * state.psi + (1.0 - a) * psi
         r = np.asarray(r, dtype=float)
         state.S = lam * state.S + float(state.psi @ state.psi)

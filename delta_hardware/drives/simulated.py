@@ -235,6 +235,24 @@ class SimulatedDriveSet(DriveSet):
         """The true platform position (m) of the simulated robot."""
         return self.plant.platform_position()
 
+    def set_external_force(self, F) -> None:
+        """Push the simulated platform with ``F`` (3 finite floats, N, ``base_link``) from the next
+        physics step on, until the next call; zero removes it. DriveError if the plant cannot."""
+        with self._lock:
+            try:
+                self.plant.set_external_force(F)
+            except (ValueError, NotImplementedError) as e:
+                raise DriveError(str(e)) from None
+
+    def set_payload(self, mass: float) -> None:
+        """Make the simulated robot's payload ``mass`` kg (the controller's model is not changed) from
+        the next physics step on; DriveError for a mass out of [0, 1000] kg or a plant that cannot."""
+        with self._lock:
+            try:
+                self.plant.set_payload(mass)
+            except (ValueError, NotImplementedError) as e:
+                raise DriveError(str(e)) from None
+
     def set_joint_positions(self, q) -> None:
         """Place the simulated robot at joint positions ``q`` at rest (only while not enabled)."""
         if self._state is DriveState.ENABLED:

@@ -180,3 +180,6 @@ class Broadcaster:
         server = self.node.action_server
         if server is not None:
             server.on_cycle(t, rec["position"], rec["velocity"])
+        monitoring = self.node.monitoring                 # ~/external_wrench (delta_hardware.ros.monitoring)
+        if monitoring is not None:
+            monitoring.on_record(rec)

@@ -40,6 +40,7 @@ from delta_hardware.drives import DriveError
 from delta_hardware.loop_client import LoopClient
 from delta_hardware.loop_config import LoopRules
 from delta_hardware.ros.broadcaster import Broadcaster
+from delta_hardware.ros.monitoring import Monitoring
 from delta_hardware.ros.parameters import PARAMETERS, check_parameters, loop_spec
 from delta_core.ros.rclpy_adapter import StampedExecutor, lifecycle_state, refuse_disallowed_transitions, trigger
 from delta_hardware.ros.requests import Requests
@@ -61,6 +62,7 @@ class HardwareNode(LifecycleNode):
         for name, prm in PARAMETERS.items():
             self.declare_parameter(name, prm.default, ParameterDescriptor(description=prm.meaning))
         self.loop = self.rules = self.model = self.intake = self.broadcaster = self.action_server = None
+        self.monitoring = None                                  # ~/external_wrench, ~/plant/external_wrench
         self.units, self.prefix, self.joint_names, self.loop_status = {}, "", [], {}
         self.failure = self.refusal = ""
         self.owns_time = self._running = False
@@ -245,6 +247,7 @@ class HardwareNode(LifecycleNode):
                                        lambda: (int(p["max_trajectory_points"]), float(p["max_trajectory_duration"])),
                                        prefix=self.prefix, void=self.loop.void, now=self.now)
         self._subs = r.subscriptions()
+        self.monitoring = Monitoring(self)
         try:
             from delta_hardware.ros.follow_joint_trajectory import FollowJointTrajectoryServer   # in-function: control_msgs is optional
             self.action_server = FollowJointTrajectoryServer(self)
@@ -253,7 +256,7 @@ class HardwareNode(LifecycleNode):
         self.broadcaster.start()
 
     def _destroy_entities(self):
-        for attr in ("broadcaster", "action_server", "intake"):
+        for attr in ("broadcaster", "action_server", "intake", "monitoring"):
             part = getattr(self, attr)
             setattr(self, attr, None)
             if part is not None:

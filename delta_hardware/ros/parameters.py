@@ -17,8 +17,11 @@ from delta_core.rates import CONTROL_RATE_MAX, CONTROL_RATE_MIN
 from delta_core.robot_file import RobotFileError, load_robot, resolve_robot_path
 from delta_core.ros.names import PREFIX_RULE
 from delta_dynamics.kinds import same_kind_model
+from delta_dynamics.monitoring.observer import GAIN_DEFAULT, GAIN_MAX, GAIN_MIN
+from delta_dynamics.plant import PAYLOAD_MAX
 from delta_hardware.drives import BUSES, bus_parameters
 from delta_hardware.loop_config import LoopConfig, LoopSpec
+from delta_hardware.loop_monitor import CPU_PER_CYCLE, NEEDS_MONITORING
 from delta_hardware.loop_thread import RealtimeSettings
 
 
@@ -81,6 +84,17 @@ PARAMETERS = {
                                       "the plans' checks)", runtime=True),
     "trajectory_timing": Param("follow", "FollowJointTrajectory goals: follow (their own times) | time_optimal (their "
                                          "path retimed under the model's limits)", runtime=True),
+    "monitoring": Param(False, "run the momentum observer, collision detection and payload estimate in the "
+                               f"control loop ({CPU_PER_CYCLE} of CPU per cycle; off: ~/external_wrench and ~/payload "
+                               "silent, no collision detection; docs/monitoring.md)", runtime=True),
+    "observer_gain": Param(GAIN_DEFAULT, f"1/s: gain K of the momentum observer (residual time constant 1/K; "
+                                         f"{GAIN_MIN:g}-{GAIN_MAX:g}; docs/monitoring.md)", runtime=True),
+    "collision_threshold": Param([0.0, 0.0, 0.0], "N m (N on a linear robot) per joint: a residual above it is a "
+                                                  "collision (latched stop); all 0: detection off", runtime=True),
+    "collision_reaction": Param("stop", "what a collision does: stop (the latched quick stop; the only reaction "
+                                        "so far)", runtime=True),
+    "plant_payload_mass": Param(0.0, "kg: the simulated robot's payload (hardware sim only; the controller's model "
+                                     "stays); 0 at start: the robot file's and sim_payload", runtime=True),
 }
 #: each drive bus's own parameters (the bus declares them: delta_hardware.drives.bus)
 BUS_PARAMETERS = bus_parameters()
@@ -92,6 +106,7 @@ FEEDFORWARD = ("topic", "model", "none")
 TIMINGS = ("follow", "time_optimal")
 #: run-time parameters the node itself reads (no loop change)
 NODE_SIDE = ("motion_limit_scale", "trajectory_timing")
+COLLISION_REACTIONS = ("stop",)
 #: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
 LOAD_TIMEOUT = 5.0
 
@@ -143,6 +158,17 @@ def _rules(p: dict):
         "must be -1 (any CPU) or a CPU index"
     yield number("motion_limit_scale", 0.0, 1.0, lo_open=True)
     yield "trajectory_timing", p["trajectory_timing"] in TIMINGS, f"must be one of {', '.join(TIMINGS)}"
+    yield number("observer_gain", GAIN_MIN, GAIN_MAX)
+    t = p["collision_threshold"]
+    t = list(t) if hasattr(t, "__len__") and not isinstance(t, (str, bytes)) else t
+    yield "collision_threshold", isinstance(t, list) and len(t) == 3 and all(_finite(x) and x >= 0 for x in t) and \
+        (all(x == 0 for x in t) or all(x > 0 for x in t)), \
+        "must be 3 finite numbers, all > 0 (N m or N, per joint) or all 0 (detection off)"
+    yield "monitoring", isinstance(p["monitoring"], bool), "must be true or false"
+    yield "collision_threshold", p["monitoring"] is True or not any(t), f"is > 0 while monitoring is false: {NEEDS_MONITORING}"
+    yield "collision_reaction", p["collision_reaction"] in COLLISION_REACTIONS, \
+        "must be stop (the latched quick stop; retract, moving back along the path, is not implemented)"
+    yield number("plant_payload_mass", 0.0, PAYLOAD_MAX)
     for name, b in BUS_PARAMETERS.items():
         yield name, b.check(p[name]), b.rule
 
@@ -200,7 +226,8 @@ def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feed
         same_kind(load(p["true_robot"]), robot, "true_robot")
     cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
                      command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
-                     feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic)
+                     feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic,
+                     monitoring=p["monitoring"], observer_gain=float(p["observer_gain"]), collision_threshold=tuple(p["collision_threshold"]))
     rt = RealtimeSettings(thread_priority=int(p["thread_priority"]), cpu_affinity=int(p["cpu_affinity"]),
                           lock_memory=bool(p["lock_memory"]))
     return LoopSpec(robot=robot, backend=p["hardware"], params=dict(p), config=cfg,

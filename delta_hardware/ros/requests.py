@@ -43,17 +43,23 @@ class Requests:
         if node.loop is None:
             return SetParametersResult(successful=True)          # checked when configuring
         changes = {}
+        merged = {**node.params(), **{p.name: p.value for p in params if p.name in PARAMETERS}}
         try:
             for p in params:
                 if p.name not in PARAMETERS or (p.value == node.get_parameter(p.name).value and p.name != "pause_at"):
                     continue
-                check_parameters({**node.params(), p.name: p.value})
+                check_parameters(merged)              # with the call's other values: monitoring and thresholds together
                 if p.name in NODE_SIDE:
                     continue                                # read by the node when it plans
                 if p.name == "pause_at":
                     node.loop.ask("pause_at", t=float(p.value))
                 elif not PARAMETERS[p.name].runtime:
                     raise ValueError(f"{p.name} can only change while unconfigured (deactivate, cleanup, set, configure)")
+                elif p.name == "plant_payload_mass":       # the simulated robot's, not the model's
+                    node.loop.ask("plant", payload=float(p.value))
+                    node.event(f"plant payload: the simulated robot now carries {float(p.value):g} kg")
+                elif p.name == "collision_reaction":       # checked by the rules: stop, the only one
+                    continue
                 elif p.name == "feedforward_robot":        # read off the executor, bounded in time
                     robot = load_bounded(p.value or node.get_parameter("robot").value)
                     changes.update(node.rules.runtime_change(p.name, p.value, robot))

@@ -70,7 +70,8 @@ def node_status(node) -> dict:
     lifecycle = node.lifecycle()
     st = {"node": node.get_fully_qualified_name(), "lifecycle": lifecycle, "active": node.active(),
           "stopped": node.failure, "joint_names": node.joint_names,
-          "clock": "sim" if node.owns_time else "wall", "time": node.now()}
+          "clock": "sim" if node.owns_time else "wall", "time": node.now(),
+          "monitoring": "on" if node.get_parameter("monitoring").value else "off"}
     if client is None:
         st["drives"] = "closed"
         return rounded(st)
@@ -104,6 +105,11 @@ def node_status(node) -> dict:
         except (UnreachableError, ValueError):
             st["platform_position"] = None
         st["active_limits"] = active_limits(node.model, rec, u)
+        if np.isfinite(rec["residual"]).all():           # the momentum observer (delta_hardware.loop_monitor)
+            st["residual"] = rec["residual"].tolist()
+            st["external_force"] = rec["external_force"].tolist()
+        if np.isfinite(rec["payload"]).all():
+            st["payload"] = rec["payload"].tolist()        # kg: estimate, standard deviation
     st.update({k: v for k, v in loop.items() if k not in ("stopped", "drives", "running", "drive_diagnostics")})
     return rounded(st)
 

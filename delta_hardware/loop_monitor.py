@@ -1,0 +1,182 @@
+"""Monitoring inside the control loop, without ROS: the momentum observer and the collision
+detection of :mod:`delta_dynamics.monitoring` run once per cycle on the loop's feedforward
+model (the identified one when ``feedforward_robot`` is set), ``docs/monitoring.md``.
+
+Each cycle that controls, :meth:`LoopMonitor.update` takes the measured joint state and the
+effort the drives applied over the interval just passed (their reported effort: what was held
+since the previous cycle) and gives the residual r (N m per arm, N per carriage) and the
+platform force F = J^T r (N, ``base_link``). A cycle that does not control (a stop, disabled
+drives, an exchange held back) restarts the observer at the next one (its residual from zero):
+across a stop the brakes, not the model, moved the joints.
+
+The payload (kg, with its standard deviation: :attr:`LoopMonitor.payload`) is estimated every
+cycle from the same residual (:class:`~delta_dynamics.monitoring.payload.PayloadEstimator`,
+about the last second of motion or rest); it is what the model's platform mass lacks, NaN
+before the first cycle.
+
+With thresholds set (:attr:`LoopMonitor.thresholds`, all three > 0; all zero: detection off),
+:meth:`LoopMonitor.update` also returns a :class:`~delta_dynamics.monitoring.collision.Collision`
+when a joint's residual exceeds its threshold plus the stiction band
+(:class:`~delta_dynamics.monitoring.collision.CollisionDetector`); :func:`collision_text` says it
+in one line (joint, residual and threshold, force, direction, time) for the latched stop.
+
+>>> from delta_dynamics.kinds import model_for
+>>> from delta_dynamics.plant import ExplicitPlant
+>>> from delta_dynamics.algorithms import inverse_dynamics_joint
+>>> m = model_for("nt_robot")
+>>> plant, mon = ExplicitPlant(m), LoopMonitor(m, gain=100.0, thresholds=(5.0, 5.0, 5.0))
+>>> q, qd = plant.joint_state()
+>>> tau = inverse_dynamics_joint(m, q, qd, [0.0, 0.0, 0.0])
+>>> plant.set_external_force([0.0, 0.0, -200.0])
+>>> hit = None
+>>> for k in range(100):
+...     plant.step(tau, 0.002)
+...     hit = hit or mon.update(*plant.joint_state(), tau, 0.002)
+>>> hit.joint, round(hit.force[2])                    # stops before the full 200 N is seen
+(1, -65)
+>>> collision_text(hit, m.joint_names, {"effort": "N m"}, 1.5).split(":")[0]
+'collision on arm_2_joint at t = 1.500 s'
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from delta_dynamics.algorithms import jacobian
+from delta_dynamics.monitoring.collision import Collision, CollisionDetector
+from delta_dynamics.monitoring.observer import GAIN_DEFAULT, MomentumObserver, check_gain
+from delta_dynamics.monitoring.payload import PayloadEstimator
+
+NAN3 = (math.nan,) * 3
+#: the CPU one :meth:`LoopMonitor.update` costs (observer, detection, payload), as
+#: ``bench/bench_monitoring.py`` measures it (LoopMonitor.update row: 0.25-0.5 ms on the shared 2-core
+#: host, more under load): why the loop runs it only with ``monitoring`` on (docs/monitoring.md)
+CPU_PER_CYCLE = "about 0.3-0.6 ms"
+#: the one-line reason collision detection is refused while monitoring is off
+NEEDS_MONITORING = (f"collision detection needs monitoring: true (the momentum observer, {CPU_PER_CYCLE} of CPU "
+                    f"per control cycle)")
+
+
+def check_thresholds(value) -> tuple:
+    """``value`` (3 per-joint thresholds, N m or N) as a tuple of floats: all three 0 (detection
+    off) or all three finite and > 0; ValueError naming the rule otherwise.
+
+    >>> check_thresholds([0, 0, 0]), check_thresholds([2, 2.5, 2])
+    ((0.0, 0.0, 0.0), (2.0, 2.5, 2.0))
+    """
+    try:
+        t = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        t = ()
+    if len(t) != 3 or not all(math.isfinite(v) for v in t) or not (all(v == 0 for v in t) or all(v > 0 for v in t)):
+        raise ValueError(f"collision_threshold must be 3 finite numbers, all > 0 (N m or N, per joint) or all 0 "
+                         f"(detection off), got {value!r}")
+    return t
+
+
+class LoopMonitor:
+    """The loop's observer and collision detector on ``model`` with ``gain`` (1/s) and
+    ``thresholds`` (3 efforts; all zero: no detection). The loop thread calls :meth:`update`;
+    :meth:`configure` (any thread) checks the change and hands it over: the loop thread takes it
+    at its next :meth:`update`."""
+
+    def __init__(self, model, gain: float = GAIN_DEFAULT, thresholds=(0.0, 0.0, 0.0)):
+        self.model = model
+        self.observer = MomentumObserver(model, check_gain(gain))
+        self.thresholds = check_thresholds(thresholds)
+        self.detector = self._detector()
+        self.state = None                  # ObserverState while observing
+        self.band = None
+        self.residual = NAN3               # of the last cycle (NaN: not observing)
+        self.force = NAN3
+        self.payload = (math.nan, math.nan)    # estimated payload and its standard deviation (kg)
+        self._estimator = PayloadEstimator(model, self.observer.gain)
+        self._pstate = None
+        self._pending = None               # (model, observer, thresholds, detector) from configure
+
+    def _detector(self):
+        if not any(self.thresholds):
+            return None
+        return CollisionDetector.for_model(self.model, self.thresholds, self.observer.gain)
+
+    def _take_pending(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self.model, self.observer, self.thresholds, self.detector = pending
+            self._estimator = PayloadEstimator(self.model, self.observer.gain)
+            self.state = self._pstate = None
+
+    def configure(self, model=None, gain=None, thresholds=None) -> None:
+        """Change the model, the gain (1/s) or the thresholds (ValueError for a bad one, nothing
+        changed); the loop thread takes the change at its next :meth:`update` and restarts the
+        observer there."""
+        base = self._pending or (self.model, self.observer, self.thresholds, self.detector)
+        model = model if model is not None else base[0]
+        observer = MomentumObserver(model, check_gain(gain) if gain is not None else base[1].gain)
+        thresholds = check_thresholds(thresholds) if thresholds is not None else base[2]
+        detector = (CollisionDetector.for_model(model, thresholds, observer.gain) if any(thresholds) else None)
+        self._pending = (model, observer, thresholds, detector)       # one assignment: atomic
+
+    def restart(self) -> None:
+        """Forget the run: the next :meth:`update` starts the observer afresh (the payload estimate's sums,
+        with their forgetting, are kept)."""
+        self.state = None
+        self.residual = self.force = NAN3
+
+    def off(self) -> None:
+        """Monitoring turned off (the loop thread): forget the run and the payload estimate; every
+        output NaN until the next :meth:`update` starts afresh from the state then."""
+        self.restart()
+        self._pstate = None
+        self.payload = (math.nan, math.nan)
+
+    def update(self, q, qd, tau, dt: float) -> Collision | None:
+        """One cycle: the measured joint state (q, q_dot), the effort ``tau`` applied over the
+        ``dt`` s since the previous cycle. Sets :attr:`residual` and :attr:`force`; the
+        collision if a joint is over its threshold, else None."""
+        if self._pending is not None:
+            self._take_pending()
+        J = None
+        if self.state is None:
+            self.state = self.observer.start(q, qd)
+            self.band = None if self.detector is None else self.detector.start()
+            r = self.state.r
+            J = jacobian(self.model, self.state.X)
+            Xd = np.linalg.inv(J) @ self.state.qd
+            if self._pstate is None:                  # the payload estimate's sums survive a stop
+                self._pstate = self._estimator.start(Xd)
+            else:
+                self._pstate.psi[:] = 0.0             # filtered as the residual, which restarts at 0
+                self._pstate.Xd = Xd
+        else:
+            r = self.observer.update(self.state, q, qd, tau, dt)
+            J = jacobian(self.model, self.state.X)
+            Ji = np.linalg.inv(J)
+            self._estimator.update(self._pstate, self.state.X, Ji @ self.state.qd, r, dt, Ji)
+            est = self._estimator.estimate(self._pstate, dt)
+            self.payload = (est.mass, est.std)
+        F = J.T @ r if J is not None else self.observer.platform_force(self.state)
+        self.residual, self.force = tuple(r.tolist()), tuple(F.tolist())
+        if self.detector is None or self.state.samples == 0:
+            return None
+        i = self.detector.check(self.band, r, qd, dt)
+        if i is None:
+            return None
+        h = np.asarray(self.detector.thresholds) + self.band
+        return Collision(self.state.samples, i, self.residual, tuple(h.tolist()), self.force)
+
+
+def collision_text(c: Collision, joint_names, units: dict, t: float) -> str:
+    """One line for the collision ``c`` at time ``t`` (s): the joint, its residual and
+    threshold, the estimated platform force (N) and its direction (``base_link``).
+
+    >>> c = Collision(3, 1, (0.1, -3.0, 0.2), (2.0, 2.0, 2.0), (0.0, 0.0, -31.0))
+    >>> print(collision_text(c, ["a1", "a2", "a3"], {"effort": "N m"}, 4.25))
+    collision on a2 at t = 4.250 s: residual -3.00 N m over its threshold 2.00 N m; estimated force 31.0 N at the platform, direction (0.00, 0.00, -1.00) in base_link
+    """
+    i, u = c.joint, units.get("effort", "")
+    d = c.direction
+    return (f"collision on {joint_names[i]} at t = {t:.3f} s: residual {c.residual[i]:.2f} {u} over its threshold "
+            f"{c.threshold[i]:.2f} {u}; estimated force {c.magnitude:.1f} N at the platform, direction "
+            f"({d[0]:.2f}, {d[1]:.2f}, {d[2]:.2f}) in base_link")
