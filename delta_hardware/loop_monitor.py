@@ -58,21 +58,33 @@ NEEDS_MONITORING = (f"collision detection needs monitoring: true (the momentum o
                     f"per control cycle)")
 
 
+THRESHOLD_RULE = "must be 3 finite numbers, all > 0 (N m or N, per joint) or all 0 (detection off)"
+
+
+def thresholds_valid(value) -> bool:
+    """Whether ``value`` obeys :data:`THRESHOLD_RULE`: three real numbers (not bool, not text),
+    finite, all zero or all positive.
+
+    >>> thresholds_valid([0, 0, 0]), thresholds_valid([2, 2.5, 2]), thresholds_valid([2, 0, 2]), thresholds_valid("222")
+    (True, True, False, False)
+    """
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 3:
+        return False
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+        return False
+    return all(v == 0 for v in value) or all(v > 0 for v in value)
+
+
 def check_thresholds(value) -> tuple:
-    """``value`` (3 per-joint thresholds, N m or N) as a tuple of floats: all three 0 (detection
-    off) or all three finite and > 0; ValueError naming the rule otherwise.
+    """``value`` (3 per-joint thresholds, N m or N) as a tuple of floats when
+    :func:`thresholds_valid`; ValueError naming the rule otherwise.
 
     >>> check_thresholds([0, 0, 0]), check_thresholds([2, 2.5, 2])
     ((0.0, 0.0, 0.0), (2.0, 2.5, 2.0))
     """
-    try:
-        t = tuple(float(v) for v in value)
-    except (TypeError, ValueError):
-        t = ()
-    if len(t) != 3 or not all(math.isfinite(v) for v in t) or not (all(v == 0 for v in t) or all(v > 0 for v in t)):
-        raise ValueError(f"collision_threshold must be 3 finite numbers, all > 0 (N m or N, per joint) or all 0 "
-                         f"(detection off), got {value!r}")
-    return t
+    if not thresholds_valid(value):
+        raise ValueError(f"collision_threshold {THRESHOLD_RULE}, got {value!r}")
+    return tuple(float(v) for v in value)
 
 
 class LoopMonitor:

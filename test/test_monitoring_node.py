@@ -12,6 +12,7 @@ momentum terms vanish) and what remains is the measured effort's noise (``sim_to
 encoder's quantisation of q in G(q) (2^-17 rev: microradians). 0.5 N is ten times that and
 1.7 % of the 30 N push; a wrong sign, frame, joint order or a missing term is off by far more
 (the push itself, or the 9.8 N of a kilogram)."""
+import contextlib
 import json
 import math
 import os
@@ -77,24 +78,31 @@ def _status(robot):
     return json.loads(robot.c.call(robot.status, Trigger.Request(), resend=True).message)
 
 
-@pytest.fixture(scope="module")
-def stack():
-    node = NodeProcess("delta_hardware.ros.hardware_node", "-p", "feedforward:=model", "-p", "monitoring:=true",
-                       *SIM_TIME)
-    client = RosClient("monitoring_test")
-    robot = HardwareProbe(client)
-    wrench = Wrenches(client, "delta_hardware")
+@contextlib.contextmanager
+def _running(client_name, *args, node="delta_hardware", joint_states="/joint_states"):
+    """A hardware node started with ``args`` and a probe and wrench listener on it; on exit the node
+    must end cleanly on SIGINT (code 0, no traceback)."""
+    proc = NodeProcess("delta_hardware.ros.hardware_node", *args, "-p", "feedforward:=model", *SIM_TIME)
+    client = RosClient(client_name)
+    robot = HardwareProbe(client, node=node, joint_states=joint_states)
+    wrench = Wrenches(client, node)
     try:
         robot.wait_ready()
         robot.wait_sim(0.2)
         yield robot, wrench
     finally:
         client.close()
-        code = node.stop()
-        out = node.output()
-        node.close()
+        code = proc.stop()
+        out = proc.output()
+        proc.close()
         assert code == 0, f"hardware node exited with {code} on SIGINT:\n{out[-3000:]}"
         assert "Traceback" not in out, out[-3000:]
+
+
+@pytest.fixture(scope="module")
+def stack():
+    with _running("monitoring_test", "-p", "monitoring:=true") as probes:
+        yield probes
 
 
 def test_a_push_is_read_back_on_external_wrench_status_and_diagnostics(stack):
@@ -303,23 +311,9 @@ def test_a_push_on_the_linear_preset_is_read_back():
 @pytest.fixture(scope="module")
 def quiet():
     """A node with the default parameters (monitoring false), its own name and clock."""
-    node = NodeProcess("delta_hardware.ros.hardware_node", "-r", "__node:=delta_hw_quiet",
-                       "-r", "/joint_states:=/quiet/joint_states", "-r", "/clock:=/quiet/clock",
-                       "-p", "feedforward:=model", *SIM_TIME)
-    client = RosClient("quiet_monitoring")
-    robot = HardwareProbe(client, node="delta_hw_quiet", joint_states="/quiet/joint_states")
-    wrench = Wrenches(client, "delta_hw_quiet")
-    try:
-        robot.wait_ready()
-        robot.wait_sim(0.2)
-        yield robot, wrench
-    finally:
-        client.close()
-        code = node.stop()
-        out = node.output()
-        node.close()
-        assert code == 0, f"hardware node exited with {code} on SIGINT:\n{out[-3000:]}"
-        assert "Traceback" not in out, out[-3000:]
+    with _running("quiet_monitoring", "-r", "__node:=delta_hw_quiet", "-r", "/joint_states:=/quiet/joint_states",
+                  "-r", "/clock:=/quiet/clock", node="delta_hw_quiet", joint_states="/quiet/joint_states") as probes:
+        yield probes
 
 
 def test_monitoring_off_by_default_publishes_no_wrench_and_says_so(quiet):

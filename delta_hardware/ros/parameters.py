@@ -21,7 +21,7 @@ from delta_dynamics.monitoring.observer import GAIN_DEFAULT, GAIN_MAX, GAIN_MIN
 from delta_dynamics.plant import PAYLOAD_MAX
 from delta_hardware.drives import BUSES, bus_parameters
 from delta_hardware.loop_config import LoopConfig, LoopSpec
-from delta_hardware.loop_monitor import CPU_PER_CYCLE, NEEDS_MONITORING
+from delta_hardware.loop_monitor import CPU_PER_CYCLE, NEEDS_MONITORING, THRESHOLD_RULE, thresholds_valid
 from delta_hardware.loop_thread import RealtimeSettings
 
 
@@ -160,10 +160,7 @@ def _rules(p: dict):
     yield "trajectory_timing", p["trajectory_timing"] in TIMINGS, f"must be one of {', '.join(TIMINGS)}"
     yield number("observer_gain", GAIN_MIN, GAIN_MAX)
     t = p["collision_threshold"]
-    t = list(t) if hasattr(t, "__len__") and not isinstance(t, (str, bytes)) else t
-    yield "collision_threshold", isinstance(t, list) and len(t) == 3 and all(_finite(x) and x >= 0 for x in t) and \
-        (all(x == 0 for x in t) or all(x > 0 for x in t)), \
-        "must be 3 finite numbers, all > 0 (N m or N, per joint) or all 0 (detection off)"
+    yield "collision_threshold", thresholds_valid(t), THRESHOLD_RULE
     yield "monitoring", isinstance(p["monitoring"], bool), "must be true or false"
     yield "collision_threshold", p["monitoring"] is True or not any(t), f"is > 0 while monitoring is false: {NEEDS_MONITORING}"
     yield "collision_reaction", p["collision_reaction"] in COLLISION_REACTIONS, \
