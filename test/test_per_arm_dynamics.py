@@ -283,9 +283,30 @@ def test_identification_with_per_arm_geometry():
     for field in ("mass", "inertia"):
         assert getattr(new.mass.upper_arm, field) == pytest.approx(getattr(robot.mass.upper_arm, field), rel=1e-12)
     kim = A.parameter_set(m, "kim")
-    with pytest.raises(IdentificationError, match="assumes three identical arms .* has geometry.per_arm"):
+    why = ("robot.yaml: the kim parameter set assumes three identical arms .* but this robot has "
+           r"geometry.per_arm .*: use the explicit parameter set \(--params explicit\), whose regressor is the "
+           "per-arm model's")
+    with pytest.raises(IdentificationError, match=why):
         kim.regressor(m, q, qd, qdd)
+    with pytest.raises(IdentificationError, match=why):
+        kim.nominal(m)
     kim.regressor(model_for("nt_robot"), q[:2], qd[:2], qdd[:2])     # the symmetric robot keeps it
+
+
+def test_identify_cli_refuses_kim_for_a_per_arm_robot_before_reading_data(tmp_path, capsys):
+    """delta-identify --params kim with a per-arm robot file: one line naming the file, why and
+    what to use, before the data are read (the data file given does not even exist)."""
+    import yaml
+    from delta_dynamics.identification.cli import main
+    path = tmp_path / "calibrated.yaml"
+    path.write_text(yaml.safe_dump(with_per_arm("rotary", PERTURBED["rotary"]).to_dict()))
+    assert main(["--robot", str(path), "--data", str(tmp_path / "missing.csv"), "--params", "kim",
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    assert err.startswith(f"delta-identify: error: {path}: the kim parameter set assumes three identical arms")
+    assert err.endswith("use the explicit parameter set (--params explicit), whose regressor is the per-arm "
+                        "model's with an inertia and a gravity moment per arm")
 
 
 def test_mujoco_closed_chain_of_the_per_arm_robot_agrees():
