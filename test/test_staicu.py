@@ -1,7 +1,9 @@
 """Staicu & Carp-Ciocardia's recursive virtual-power model (delta_dynamics.reference.staicu), checked
 against its own energy and the geometry, not against the print: the recursion's velocities and
 accelerations against finite differences of the body poses, power balance, Lagrange's
-equations per torque, statics; and against the explicit model on its assumptions."""
+equations per torque, statics; and against the explicit model on its assumptions. The robots
+include two with per-arm geometry (``geometry.per_arm``: every chain its own joint offset,
+radii and lengths); test_per_arm_dynamics.py checks that model against MuJoCo's."""
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from delta_dynamics.rotary.model import RotaryModel
 from delta_dynamics.reference.staicu import (StaicuModel, body_poses, configuration, energy, inverse_dynamics,
                                              joint_state, motion)
 from delta_dynamics.motion.trajectories import ellipse, pick_place
+from delta_dynamics.reference.bodies import chain_bar
 
 from model_checks import d_dt, lagrange_efforts, multisine
 
@@ -45,8 +48,25 @@ def lopsided():
     return parse_robot(d, source="lopsided")
 
 
+def with_per_arm(robot, seed):
+    """``robot`` with every per-arm field perturbed (joint offsets up to 0.3 deg, radii and
+    lengths by up to 1-3 %): a calibrated robot whose chains all differ."""
+    d = robot.to_dict()
+    g = d["geometry"]
+    rng = np.random.default_rng(seed)
+    d["geometry"]["per_arm"] = [
+        {"joint_offset": float(rng.uniform(-0.005, 0.005)),
+         "base_radius": g["base_radius"] * float(rng.uniform(0.99, 1.01)),
+         "upper_arm_length": g["upper_arm_length"] * float(rng.uniform(0.99, 1.01)),
+         "forearm_length": g["forearm_length"] * float(rng.uniform(0.99, 1.01)),
+         "platform_radius": g["platform_radius"] * float(rng.uniform(0.97, 1.03))} for _ in range(3)]
+    return parse_robot(d, source=f"{robot.source}+per_arm")
+
+
 ROBOTS = {"nt_robot": lambda: load_robot("nt_robot"), "d3s800": lambda: load_robot("d3s800"),
-          "staicu2003": lambda: load_robot("staicu2003"), "lopsided": lopsided}
+          "staicu2003": lambda: load_robot("staicu2003"), "lopsided": lopsided,
+          "nt_robot+per_arm": lambda: with_per_arm(load_robot("nt_robot"), 1),
+          "lopsided+per_arm": lambda: with_per_arm(lopsided(), 2)}
 
 
 @pytest.fixture(scope="module", params=list(ROBOTS))
@@ -77,8 +97,8 @@ def test_relative_angles_are_the_urdf_passive_angles(sm):
     np.testing.assert_allclose(cfg.bend, pa[..., 0], atol=1e-12)
     np.testing.assert_allclose(cfg.tilt, pa[..., 1], atol=1e-12)
     np.testing.assert_allclose(cfg.q, inverse_kinematics(sm.explicit, X), atol=1e-14)
-    # the bars end on the platform joints +- s/2 along the elbow axis, length l_K
-    bar_end = cfg.C + sm.lk * cfg.R3[..., :, 0]
+    # the bars end on the platform joints +- s/2 along the elbow axis, length l_K (arm i's own l_i)
+    bar_end = cfg.C + sm.arm_lk[:, None] * cfg.R3[..., :, 0]
     np.testing.assert_allclose(bar_end, cfg.A, atol=1e-12)
 
 
@@ -133,9 +153,11 @@ def test_energy_velocities_are_those_of_the_body_poses(sm):
         A = axes(t)
         w = np.array([[_skew_inv(Ad[i, k] @ A[i, k].T) for k in range(5)] for i in range(3)])
         bs = sm.bodies
-        Jc = [np.diag(b.inertia) for b in (bs.upper_arm, bs.elbow_block, bs.bar, bs.bar, bs.platform_block)]
         T = 0.5 * sm.m_platform * Xd @ Xd + 0.5 * sm.rotor * qd(t) @ qd(t)
         for i in range(3):
+            # chain i's bars: those of its own forearm length l_i (bodies.chain_bar)
+            bar = chain_bar(bs.bar, sm.arm_lk[i] / sm.lk)
+            Jc = [np.diag(b.inertia) for b in (bs.upper_arm, bs.elbow_block, bar, bar, bs.platform_block)]
             for k in range(5):
                 wb = A[i, k].T @ w[i, k]
                 T += 0.5 * sm.mass[k] * v[i, k] @ v[i, k] + 0.5 * wb @ Jc[k] @ wb
@@ -253,6 +275,71 @@ def test_on_the_explicit_models_assumptions_the_two_agree_to_rounding():
     # and the energies are the same
     for a, b in zip(energy(sm, X, V), explicit.energy(m, X, V)):
         np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11 * np.abs(b).max())
+
+
+def reaches(m, x):
+    """Whether model ``m`` reaches platform position ``x``."""
+    try:
+        inverse_kinematics(m, x)
+    except UnreachableError:
+        return False
+    return True
+
+
+def test_per_arm_on_the_explicit_models_assumptions_the_two_agree_to_rounding():
+    """A per-arm robot (every chain its own offset, radii, lengths) whose bodies are the explicit
+    model's (massless blocks, bars without a moment about their own axis): Staicu's per-chain
+    recursion and the explicit per-arm model (test_per_arm_dynamics.py: Lagrange's equations)
+    give the same torques and energies to rounding; the symmetric robot's torques miss by far
+    more. The old model refused such a robot."""
+    for base, bar in (("nt_robot", BodyMass(0.3, (0.0, 0.004, 0.004), 0.3)),
+                      ("staicu2003", BodyMass(5.0, (0.0, 0.246875, 0.246875), 0.5))):
+        sym = with_full_body(base, FullBody(bar=bar, elbow_block=BodyMass(0.0, (0.0, 0.0, 0.0)),
+                                            platform_block=BodyMass(0.0, (0.0, 0.0, 0.0))))
+        r = with_per_arm(sym, 5)
+        sm, m = StaicuModel(r), RotaryModel(r)
+        rng = np.random.default_rng(16)
+        X = np.array([x for x in sample_workspace(RotaryModel(sym), 120, seed=161) if reaches(m, x)])[:100]
+        V, A, F = rng.normal(size=(3, len(X), 3))
+        te = explicit.inverse_dynamics(m, X, V, A, F_P=F)
+        np.testing.assert_allclose(inverse_dynamics(sm, X, V, A, F_P=F), te, rtol=0, atol=1e-11 * np.abs(te).max())
+        for a, b in zip(energy(sm, X, V), explicit.energy(m, X, V)):
+            np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11 * np.abs(b).max())
+        # the actuated joints are the per-arm ones (q_i = theta_i - o_i)
+        np.testing.assert_allclose(joint_state(sm, X, V)[0], inverse_kinematics(m, X), atol=1e-14)
+        miss = np.abs(inverse_dynamics(StaicuModel(sym), X, V, A, F_P=F) - te).max()
+        assert miss > 1e-3 * np.abs(te).max(), (base, miss)
+
+
+#: Torques (with an external force) and energies of the model as it was before it took per-arm
+#: geometry (commit 7bfa49d), on three samples: float.hex, so the check is bit for bit.
+BEFORE_PER_ARM = {
+    "nt_robot": ([["0x1.00441a88f6f00p+2", "-0x1.e11bd13f21747p+3", "-0x1.d545f1a0d9e09p+3"],
+                  ["-0x1.0f07cd1e8524dp+4", "-0x1.252ae87034ae4p+4", "0x1.2b9650f2da140p+2"],
+                  ["-0x1.5fbbdf1d5cb60p+4", "-0x1.cca6213e02cdep+3", "-0x1.1cf515659ee80p+2"]],
+                 ["0x1.9e40cb60aabdep+1", "0x1.cca883ba74e00p+3", "0x1.140374178b52cp+3"],
+                 ["-0x1.8055bde2ba1aap+4", "-0x1.05319af379800p+4", "-0x1.0397f0e9ade98p+5"]),
+    "lopsided": ([["0x1.b44e3f777fb82p+5", "-0x1.013cd2af690e8p+3", "-0x1.a64b23ad727fcp+3"],
+                  ["0x1.74974765572b0p+5", "-0x1.e1f6075ebb9c8p+8", "0x1.3c69e4bc17a07p+5"],
+                  ["-0x1.f444d946a0905p+0", "0x1.6a4052b2bde27p+5", "0x1.4cf64ca441583p+7"]],
+                 ["0x1.c1db8de91e371p+5", "0x1.4f2e66a10049ap+8", "0x1.f95cd4d87262ap+6"],
+                 ["-0x1.7bc34afa6c344p+6", "-0x1.25decb817caa9p+6", "-0x1.ffbb50a6e3d88p+6"]),
+}
+
+
+@pytest.mark.parametrize("name", list(BEFORE_PER_ARM))
+def test_a_symmetric_robot_gives_the_floats_of_the_model_before_per_arm_geometry(name):
+    """Without ``geometry.per_arm`` every chain's values are the shared ones and the per-chain
+    code computes the same floats as the model that had one chain's data (checked on 3000
+    samples of the four symmetric robots above when the change was made; here on three)."""
+    sm = StaicuModel(ROBOTS[name]())
+    X = sample_workspace(sm.explicit, 3, seed=17)
+    V, A = np.random.default_rng(18).normal(size=(2, 3, 3))
+    tau, T, U = BEFORE_PER_ARM[name]
+    fromhex = np.vectorize(float.fromhex)
+    assert np.array_equal(inverse_dynamics(sm, X, V, A, F_P=[1.0, -2.0, 3.0]), fromhex(tau))
+    kin, pot = energy(sm, X, V)
+    assert np.array_equal(kin, fromhex(T)) and np.array_equal(pot, fromhex(U))
 
 
 def test_what_the_explicit_model_leaves_out_is_seen():

@@ -211,6 +211,7 @@ def run_identify(argv) -> int:
     units = joint_units(model)
     eu, ec = units["effort"], units["effort_column"]
     pset = parameter_set(model, args.params, stribeck=args.stribeck)
+    pset.nominal(model)          # a set that cannot describe the robot (kim: per-arm) refuses it before any data is read
     pre = Preprocessing(derivative=args.derivative, cutoff=args.cutoff, order=args.filter_order,
                         parallel_filter=not args.no_parallel_filter, resample=args.resample, rate=args.rate,
                         gap_factor=args.gap_factor, trim=args.trim, decimate=args.decimate,

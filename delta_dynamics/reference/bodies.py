@@ -39,6 +39,7 @@ is principal in its body frame, about the body's COM.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from delta_core.robot_file import RobotParameters
@@ -126,3 +127,19 @@ def body_set(robot: RobotParameters) -> BodySet:
     return BodySet(upper_arm=upper_arm, rotor_inertia=m.motor.reflected_inertia, bar=bar,
                    bar_spacing=s, elbow_block=elbow, platform_block=platform_block,
                    platform=platform, source=source)
+
+
+def chain_bar(bar: RigidBody, stretch: float) -> RigidBody:
+    """One bar of a forearm ``stretch`` = l_i / l_K times the shared forearm length (a per-arm
+    robot, ``geometry.per_arm``): the explicit model keeps the forearm's point masses of
+    Asadi eq. (22) written with the shared length and places them along arm i's own forearm, so
+    the same mass has its COM at ``stretch`` times the distance from the elbow and its inertia
+    scaled by ``stretch``^2 (the length, too). ``bar`` itself when ``stretch`` is 1.
+
+    >>> chain_bar(RigidBody(1.0, (0.0, 0.04, 0.04), 0.4, 0.8), 1.01).com
+    0.404
+    """
+    if stretch == 1.0:
+        return bar
+    return dataclasses.replace(bar, com=bar.com * stretch, length=bar.length * stretch,
+                               inertia=tuple(v * stretch * stretch for v in bar.inertia))

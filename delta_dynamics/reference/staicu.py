@@ -15,6 +15,15 @@ points against z_3), so it stays parallel to the elbow block:
 * frame 4 (platform block): R_4 = R_3 Rz(-t) = R_2,      r_43 = l_K x,            axis z (rate -t_dot)
 * platform: translates only, its COM X = A_i - r u_i, A_i = O_4 - s/2 y_4 (their r_54, r_5^G).
 
+Per-arm geometry (``geometry.per_arm``, a calibrated robot): the recursion runs chain by chain,
+so chain i simply takes its own values: joint offset o_i (R_1 = Rz(phi_i) Ry(q_i + o_i), the
+arm angle), base radius R_i (B_i = R_i u_i), upper-arm length L_i (r_21 = L_i x), forearm length
+l_i (r_43 = l_i x) and platform radius r_i (A_i = X + r_i u_i); its bars carry the forearm's
+mass laid along l_i (:func:`~delta_dynamics.reference.bodies.chain_bar`: COM and inertia scaled
+by l_i / l_K and its square, as the explicit model's point masses and the MuJoCo and multibody
+models). Without ``per_arm`` every chain's values are the shared ones (o_i = 0) and the
+floats are those of the model before it took per-arm geometry.
+
 Our frames are theirs turned so each joint turns about the local y or z axis (the paper's
 constant matrices theta_1..theta_4 of eq. 2 put every axis on z); the passing matrices are
 a_{k,k-1} = R_k^T R_{k-1} as in eq. (3). The paper's frames, angles and tensors map onto ours as
@@ -73,7 +82,7 @@ import numpy as np
 from delta_core.robot_file import RobotParameters, load_robot
 from delta_dynamics.algorithms import UnreachableError, friction_torque, inverse_kinematics
 from delta_dynamics.kinds import model_for
-from delta_dynamics.reference.bodies import RigidBody, body_set, require_rotary
+from delta_dynamics.reference.bodies import RigidBody, body_set, chain_bar, require_rotary
 
 _EX, _EY, _EZ = np.eye(3)
 _CHUNK = 2048
@@ -84,17 +93,17 @@ class StaicuModel:
     in the joint frames); immutable, shared by any number of calls. Build it with
     :meth:`from_robot`. ``explicit`` is the explicit :class:`~delta_dynamics.rotary.model.RotaryModel`
     of the same robot file (:func:`delta_dynamics.kinds.model_for`), used for inverse kinematics
-    and joint friction."""
+    and joint friction. ``l``, ``lk``, ``r``: the shared lengths (m); ``arm_l``, ``arm_lk``,
+    ``arm_r``, ``arm_offset``: each chain's own L_i, l_i, r_i (m) and o_i (rad), shape (3,);
+    ``com`` (3, 5, 3), ``J`` and ``inertia`` (3, 5, 3, 3): per chain and body (arm, elbow block,
+    bar a, bar b, platform block) the COM from the joint point and the tensor about it, in the
+    joint frame, and the principal tensor about the COM in the body frame."""
 
-    __slots__ = ("robot", "bodies", "explicit", "l", "lk", "s", "r", "Rc", "B", "g", "mass",
-                 "com", "J", "m_platform", "rotor")
+    __slots__ = ("robot", "bodies", "explicit", "l", "lk", "s", "r", "arm_l", "arm_lk", "arm_r", "arm_offset",
+                 "Rc", "B", "g", "mass", "com", "J", "inertia", "m_platform", "rotor")
 
     def __init__(self, robot: RobotParameters):
         require_rotary(robot, "Staicu's recursive model")
-        if robot.geometry.per_arm is not None:      # its bodies and recursion share one chain's data
-            raise ValueError(f"{robot.source or robot.name}: Staicu's recursive model has three identical "
-                             f"chains but this robot file has geometry.per_arm (a calibrated robot): use the "
-                             f"explicit, multibody or MuJoCo model")
         bs = body_set(robot)
         geo = robot.geometry
         s = object.__setattr__
@@ -105,25 +114,40 @@ class StaicuModel:
         s(self, "lk", geo.forearm_length)
         s(self, "s", geo.forearm_spacing)
         s(self, "r", geo.platform_radius)
+        # each chain's own geometry (geometry.per_arm; else the shared values, joint offset 0)
+        arms = [geo.arm(i) for i in range(3)]
+        for name, field in (("arm_l", "upper_arm_length"), ("arm_lk", "forearm_length"),
+                            ("arm_r", "platform_radius"), ("arm_offset", "joint_offset")):
+            v = np.array([a[field] for a in arms], dtype=float)
+            v.setflags(write=False)
+            s(self, name, v)
         phi = np.radians(np.asarray(geo.chain_angles_deg, dtype=float))
         c, sn = np.cos(phi), np.sin(phi)
         Rc = np.zeros((3, 3, 3))
         Rc[:, 0, 0], Rc[:, 0, 1], Rc[:, 1, 0], Rc[:, 1, 1], Rc[:, 2, 2] = c, -sn, sn, c, 1.0
         s(self, "Rc", Rc)
-        s(self, "B", geo.base_radius * np.stack((c, sn, np.zeros(3)), -1))
+        R = np.array([a["base_radius"] for a in arms])
+        s(self, "B", R[:, None] * np.stack((c, sn, np.zeros(3)), -1))
         s(self, "g", np.array([0.0, 0.0, -robot.gravity]))
         # bodies in joint-frame order: arm (1), elbow block (2), bar a (3), bar b (6), platform block (4)
         half = 0.5 * self.s
         block = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # block body frame -> joint frame: Rz(pi/2)
         eye = np.eye(3)
-        specs = ((bs.upper_arm, bs.upper_arm.com * _EX, eye),
-                 (bs.elbow_block, np.zeros(3), block),
-                 (bs.bar, bs.bar.com * _EX, eye),
-                 (bs.bar, bs.bar.com * _EX, eye),
-                 (bs.platform_block, -half * _EY, block))
-        s(self, "mass", np.array([b.mass for b, _, _ in specs]))
-        s(self, "com", np.array([c_ for _, c_, _ in specs]))
-        s(self, "J", np.array([joint_point_inertia(b, c_, P) for b, c_, P in specs]))
+        com, J, Jc = [], [], []
+        for i in range(3):
+            bar = chain_bar(bs.bar, self.arm_lk[i] / self.lk)
+            specs = ((bs.upper_arm, bs.upper_arm.com * _EX, eye),
+                     (bs.elbow_block, np.zeros(3), block),
+                     (bar, bar.com * _EX, eye),
+                     (bar, bar.com * _EX, eye),
+                     (bs.platform_block, -half * _EY, block))
+            com.append([c_ for _, c_, _ in specs])
+            J.append([joint_point_inertia(b, c_, P) for b, c_, P in specs])
+            Jc.append([np.diag(b.inertia) for b, _, _ in specs])
+        s(self, "mass", np.array([b.mass for b in (bs.upper_arm, bs.elbow_block, bs.bar, bs.bar, bs.platform_block)]))
+        s(self, "com", np.array(com))
+        s(self, "J", np.array(J))
+        s(self, "inertia", np.array(Jc))
         s(self, "m_platform", bs.platform.mass)
         s(self, "rotor", bs.rotor_inertia)
 
@@ -224,13 +248,15 @@ def configuration(sm: StaicuModel, X) -> Configuration:
     U_i / l_K = (cos b cos t, sin t, -sin b cos t) (``kinematics.passive_angles``)."""
     Xb, _ = _as_batch(X, "platform position")
     q = inverse_kinematics(sm.explicit, Xb)                          # (N, 3)
-    R1 = sm.Rc @ _rot(np.cos(q), np.sin(q), 1)
+    th = q + sm.arm_offset if sm.arm_offset.any() else q             # arm angle theta_i = q_i + o_i
+    R1 = sm.Rc @ _rot(np.cos(th), np.sin(th), 1)
     B = np.broadcast_to(sm.B, R1.shape[:2] + (3,))
-    C = B + sm.l * R1[..., :, 0]
+    l, lk = sm.arm_l[:, None], sm.arm_lk[:, None]                    # each chain's own L_i, l_i
+    C = B + l * R1[..., :, 0]
     u = sm.Rc[:, :, 0]                                               # outward u_i
-    A = Xb[:, None, :] + sm.r * u
+    A = Xb[:, None, :] + sm.arm_r[:, None] * u
     U = A - C
-    ua = _mtv(R1, U) / sm.lk                                         # bar direction in the arm frame
+    ua = _mtv(R1, U) / lk                                            # bar direction in the arm frame
     st = np.clip(ua[..., 1], -1.0, 1.0)
     ct = np.sqrt(1.0 - st * st)
     bend = np.arctan2(-ua[..., 2], ua[..., 0])
@@ -242,7 +268,7 @@ def configuration(sm: StaicuModel, X) -> Configuration:
     yp = R1[..., :, 1]
     k1, k2, k3 = _cross(yp, A - B), _cross(yp, U), _cross(R3[..., :, 2], U)
     det = np.sum(k1 * _cross(k2, k3), -1)
-    bad = np.abs(det) <= 1e-9 * (sm.l + sm.lk) * sm.lk ** 2
+    bad = np.abs(det) <= 1e-9 * (sm.arm_l + sm.arm_lk) * sm.arm_lk ** 2
     if bad.any():
         k, i = (int(v) for v in np.argwhere(bad)[0])
         raise UnreachableError(f"platform position {Xb[k].tolist()} m (sample {k}): forearm {i + 1} is "
@@ -293,9 +319,9 @@ def _recursion(sm, cfg, rates, accels, path_only=False):
     w1 = qd[..., None] * _EY
     e1 = qa[..., None] * _EY
     v1 = g1 = zero
-    w2, e2, v2, g2 = step(a21, w1, e1, v1, g1, np.broadcast_to(sm.l * _EX, w1.shape), _EY, bd, ba)
+    w2, e2, v2, g2 = step(a21, w1, e1, v1, g1, np.broadcast_to(sm.arm_l[:, None] * _EX, w1.shape), _EY, bd, ba)
     w3, e3, v3, g3 = step(a32, w2, e2, v2, g2, np.broadcast_to(half * _EY, w1.shape), _EZ, td, ta)
-    w4, e4, v4, g4 = step(a43, w3, e3, v3, g3, np.broadcast_to(sm.lk * _EX, w1.shape), _EZ, -td, -ta)
+    w4, e4, v4, g4 = step(a43, w3, e3, v3, g3, np.broadcast_to(sm.arm_lk[:, None] * _EX, w1.shape), _EZ, -td, -ta)
     if path_only:
         return w4, e4, g4
     w6, e6, v6, g6 = step(a32, w2, e2, v2, g2, np.broadcast_to(-half * _EY, w1.shape), _EZ, td, ta)
@@ -376,8 +402,8 @@ def inverse_dynamics(sm: StaicuModel, X, Xd, Xdd, F_P=None, friction: bool = Tru
     m, c = sm.mass[:, None], sm.com
     w, e, gam = mo.omega, mo.eps, mo.gam
     F0 = m * (gam + _cross(e, c) + _cross(w, _cross(w, c)) - g_loc)
-    Jw = np.einsum("kab,nikb->nika", sm.J, w)
-    M0 = (m * _cross(c, gam - g_loc) + np.einsum("kab,nikb->nika", sm.J, e) + _cross(w, Jw))
+    Jw = np.einsum("ikab,nikb->nika", sm.J, w)
+    M0 = (m * _cross(c, gam - g_loc) + np.einsum("ikab,nikb->nika", sm.J, e) + _cross(w, Jw))
     # from the leaves to the root: M_k = M_k0 + a^T M_c + r~ a^T F_c
     a21, a32, a43 = cfg.a21, cfg.a32, cfg.a43
     half = 0.5 * sm.s
@@ -385,13 +411,13 @@ def inverse_dynamics(sm: StaicuModel, X, Xd, Xdd, F_P=None, friction: bool = Tru
     F6, M6 = F0[..., 3, :], M0[..., 3, :]
     F4b = _mtv(a43, F4)
     F3 = F0[..., 2, :] + F4b
-    M3 = M0[..., 2, :] + _mtv(a43, M4) + _cross(np.broadcast_to(sm.lk * _EX, F4b.shape), F4b)
+    M3 = M0[..., 2, :] + _mtv(a43, M4) + _cross(np.broadcast_to(sm.arm_lk[:, None] * _EX, F4b.shape), F4b)
     F3b, F6b = _mtv(a32, F3), _mtv(a32, F6)
     F2 = F0[..., 1, :] + F3b + F6b
     M2 = (M0[..., 1, :] + _mtv(a32, M3) + _cross(np.broadcast_to(half * _EY, F3b.shape), F3b)
           + _mtv(a32, M6) + _cross(np.broadcast_to(-half * _EY, F6b.shape), F6b))
     F2b = _mtv(a21, F2)
-    M1 = M0[..., 0, :] + _mtv(a21, M2) + _cross(np.broadcast_to(sm.l * _EX, F2b.shape), F2b)
+    M1 = M0[..., 0, :] + _mtv(a21, M2) + _cross(np.broadcast_to(sm.arm_l[:, None] * _EX, F2b.shape), F2b)
     # generalized forces of the leg joints (q, bend, tilt); T_4 turns by -t relative to T_3
     Q = np.stack((M1[..., 1], M2[..., 1], M3[..., 2] + M6[..., 2] - M4[..., 2]), -1)   # (N, 3, 3)
     # eq. (17): virtual motions. Actuator j at unit speed moves the platform by w_j = J^-1 e_j
@@ -436,7 +462,7 @@ def body_poses(sm: StaicuModel, X):
     half = 0.5 * sm.s
     y = cfg.R2[..., :, 1]
     origins = np.stack((cfg.B, cfg.C, cfg.C + half * y, cfg.C - half * y, cfg.A + half * y), -2)
-    com = origins + np.einsum("nikab,kb->nika", R, sm.com)
+    com = origins + np.einsum("nikab,ikb->nika", R, sm.com)
     block = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
     body_axes = R.copy()
     body_axes[..., 1, :, :] = R[..., 1, :, :] @ block
@@ -468,11 +494,9 @@ def energy(sm: StaicuModel, X, Xd):
     v_bar_b = vC + _cross(w3, com[..., 3, :] - (cfg.C - y2))
     vel = np.stack((v_arm, vC, v_bar_a, v_bar_b, np.broadcast_to(Vb[:, None, :], vC.shape)), -2)
     omg = np.stack((w1, w2, w3, w3, w2), -2)
-    bs = sm.bodies
-    Jc = np.array([np.diag(b.inertia) for b in (bs.upper_arm, bs.elbow_block, bs.bar, bs.bar, bs.platform_block)])
     wb = np.einsum("nikab,nika->nikb", axes, omg)                  # omega in the body frames
     kin = (0.5 * np.einsum("k,nika,nika->n", sm.mass, vel, vel)
-           + 0.5 * np.einsum("nika,kab,nikb->n", wb, Jc, wb)
+           + 0.5 * np.einsum("nika,ikab,nikb->n", wb, sm.inertia, wb)
            + 0.5 * sm.rotor * np.sum(qd * qd, -1) + 0.5 * sm.m_platform * np.sum(Vb * Vb, -1))
     pot = -(np.einsum("k,nika,a->n", sm.mass, com, sm.g) + sm.m_platform * Xb @ sm.g)
     if single:

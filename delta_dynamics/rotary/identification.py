@@ -112,11 +112,15 @@ class KimParameterSet(RotaryParameterSet):
 def require_symmetric(model) -> None:
     """Raise :class:`IdentificationError` if ``model`` has per-arm geometry: Kim et al.'s
     eq. (30) has one gravity moment T_g and one upper-arm length for the three arms, so it
-    cannot describe arms of different lengths or joint offsets (the explicit set can)."""
+    cannot describe arms of different lengths or joint offsets. The explicit set can (its
+    regressor is the per-arm model's, with an inertia I_i and a gravity moment h_i per arm);
+    a per-arm Kim set would be that set less m_K, not Kim et al.'s (docs/calibration.md)."""
     if model.arms is not None:
         raise IdentificationError(
-            f"the kim parameter set assumes three identical arms (one gravity moment T_g, Kim et al. eq. 30) "
-            f"but {model.robot.name} has geometry.per_arm: use the explicit parameter set")
+            f"{model.robot.source or model.robot.name}: the kim parameter set assumes three identical arms "
+            f"(one gravity moment T_g, Kim et al. eq. 30) but this robot has geometry.per_arm (arms of their "
+            f"own lengths and joint offsets): use the explicit parameter set (--params explicit), whose "
+            f"regressor is the per-arm model's with an inertia and a gravity moment per arm")
 
 
 def parameter_set(key: str = "explicit", stribeck: bool = False) -> ParameterSet:
