@@ -51,7 +51,8 @@ from delta_dynamics.common.friction import friction_columns, friction_efforts, j
 from delta_dynamics.common.joint import inverse_dynamics_joint, regressor_joint  # noqa: F401  (the kind's interface)
 from delta_dynamics.common.solve import (CHUNK, chunked, components, congruence_sym3, platform_force, solve_sym3,
                                          split_state, sym3_matrix)
-from delta_dynamics.linear.kinematics import chain_geometry, forward_kinematics, jacobian, jacobian_derivative
+from delta_dynamics.linear.kinematics import (chain_geometry, forward_kinematics, forward_kinematics_one, jacobian,
+                                              jacobian_derivative)
 
 # ----------------------------------------------------------------------------- core
 
@@ -230,7 +231,7 @@ def joint_space_sample(m, q, qd):
     >>> bool(np.allclose(h, inverse_dynamics(m, X, Xd, [0, 0, 0], friction=False)))
     True
     """
-    x, y, z = forward_kinematics(m, q).tolist()
+    x, y, z = forward_kinematics_one(m, q)
     xp = ScalarMath
     geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
     ch = chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo)
