@@ -49,9 +49,9 @@ from delta_dynamics.monitoring.payload import PayloadEstimator
 
 NAN3 = (math.nan,) * 3
 #: the CPU one :meth:`LoopMonitor.update` costs (observer, detection, payload), as
-#: ``bench/bench_monitoring.py --speed`` measures it on the shared 2-core host at load 5 (LoopMonitor.update
-#: row: median 55-80 us per call; in the loop holding still, +70-130 us per cycle against 250-360 us
-#: without it; the one-sample path on floats, 0.4-0.55 ms before): docs/monitoring.md
+#: ``bench/bench_monitoring.py --speed`` measures it on the shared 2-core host at load 3-9 (LoopMonitor.update
+#: row: median 55-100 us per call; in the loop holding still, +60-90 us per cycle against 190-315 us
+#: without it, +26-37 %; the one-sample path on floats, 0.4-0.55 ms before): docs/monitoring.md
 CPU_PER_CYCLE = "about 0.1 ms"
 #: the one-line reason collision detection is refused while monitoring is off
 NEEDS_MONITORING = (f"collision detection needs monitoring: true (the momentum observer, {CPU_PER_CYCLE} of CPU "
