@@ -129,6 +129,16 @@ def inverse_dynamics_joint(m, q, qd, qdd, F_P=None, friction: bool = True):
     return m.ops.inverse_dynamics_joint(m, q, qd, qdd, F_P, friction)
 
 
+def joint_space_sample(m, q, qd):
+    """The reduced joint-space model at one joint state on Python floats (three floats each for
+    q and q_dot), for the loop's one-sample paths: ``(X, Xd, J, Jinv, Mq, h, fric)`` with X =
+    FK(q), X_dot = J^-1 q_dot, J and J^-1 (rows), M_q = J^-T M J^-1 (rows), h = g_q + C_q q_dot
+    (the inverse dynamics at q_ddot = 0 without friction) and the friction at q_dot: the numbers
+    of :func:`cartesian_state`, :func:`joint_space_inertia` and :func:`inverse_dynamics_joint`
+    without their arrays."""
+    return m.ops.joint_space_sample(m, q, qd)
+
+
 def friction_torque(m, qd):
     """Joint friction effort (N m or N) at joint velocity q_dot:
     c_v q_d + (c_c + (c_s - c_c) exp(-(q_d/v_s)^2)) tanh(q_d/eps)."""

@@ -38,7 +38,7 @@ INTERFACE = {
                    "sample_workspace", "workspace_centre"),
     "dynamics": ("inverse_dynamics", "forward_dynamics", "joint_state", "cartesian_state",
                  "inverse_dynamics_joint", "friction_torque", "mass_matrix", "coriolis_matrix",
-                 "gravity_vector", "energy", "regressor", "regressor_joint"),
+                 "gravity_vector", "energy", "regressor", "regressor_joint", "joint_space_sample"),
     "simulate": ("step",),
 }
 

@@ -188,7 +188,7 @@ def check_monitoring(monitoring, thresholds) -> bool:
     >>> check_monitoring(False, (2.0, 2.0, 2.0))
     Traceback (most recent call last):
     ...
-    ValueError: collision_threshold [2.0, 2.0, 2.0] is set while monitoring is false: collision detection needs monitoring: true (the momentum observer, about 0.3-0.6 ms of CPU per control cycle)
+    ValueError: collision_threshold [2.0, 2.0, 2.0] is set while monitoring is false: collision detection needs monitoring: true (the momentum observer, about 0.1 ms of CPU per control cycle)
     """
     if not isinstance(monitoring, bool):
         raise ValueError(f"monitoring must be true or false, got {monitoring!r}")

@@ -43,16 +43,16 @@ import math
 
 import numpy as np
 
-from delta_dynamics.algorithms import jacobian
 from delta_dynamics.monitoring.collision import Collision, CollisionDetector
 from delta_dynamics.monitoring.observer import GAIN_DEFAULT, MomentumObserver, check_gain
 from delta_dynamics.monitoring.payload import PayloadEstimator
 
 NAN3 = (math.nan,) * 3
 #: the CPU one :meth:`LoopMonitor.update` costs (observer, detection, payload), as
-#: ``bench/bench_monitoring.py`` measures it (LoopMonitor.update row: 0.25-0.5 ms on the shared 2-core
-#: host, more under load): why the loop runs it only with ``monitoring`` on (docs/monitoring.md)
-CPU_PER_CYCLE = "about 0.3-0.6 ms"
+#: ``bench/bench_monitoring.py --speed`` measures it on the shared 2-core host at load 3-9 (LoopMonitor.update
+#: row: median 55-100 us per call; in the loop holding still, +60-90 us per cycle against 190-315 us
+#: without it, +26-37 %; the one-sample path on floats, 0.4-0.55 ms before): docs/monitoring.md
+CPU_PER_CYCLE = "about 0.1 ms"
 #: the one-line reason collision detection is refused while monitoring is off
 NEEDS_MONITORING = (f"collision detection needs monitoring: true (the momentum observer, {CPU_PER_CYCLE} of CPU "
                     f"per control cycle)")
@@ -149,35 +149,32 @@ class LoopMonitor:
         collision if a joint is over its threshold, else None."""
         if self._pending is not None:
             self._take_pending()
-        J = None
-        if self.state is None:
-            self.state = self.observer.start(q, qd)
+        st = self.state
+        if st is None:
+            st = self.state = self.observer.start(q, qd)
             self.band = None if self.detector is None else self.detector.start()
-            r = self.state.r
-            J = jacobian(self.model, self.state.X)
-            Xd = np.linalg.inv(J) @ self.state.qd
+            r = st.r
             if self._pstate is None:                  # the payload estimate's sums survive a stop
-                self._pstate = self._estimator.start(Xd)
+                self._pstate = self._estimator.start(st.Xd)
             else:
-                self._pstate.psi[:] = 0.0             # filtered as the residual, which restarts at 0
-                self._pstate.Xd = Xd
+                self._pstate.psi = (0.0, 0.0, 0.0)    # filtered as the residual, which restarts at 0
+                self._pstate.Xd = st.Xd
         else:
-            r = self.observer.update(self.state, q, qd, tau, dt)
-            J = jacobian(self.model, self.state.X)
-            Ji = np.linalg.inv(J)
-            self._estimator.update(self._pstate, self.state.X, Ji @ self.state.qd, r, dt, Ji)
+            r = self.observer.update(st, q, qd, tau, dt)
+            self._estimator.update(self._pstate, st.X, st.Xd, r, dt, st.Jinv)
             est = self._estimator.estimate(self._pstate, dt)
             self.payload = (est.mass, est.std)
-        F = J.T @ r if J is not None else self.observer.platform_force(self.state)
-        self.residual, self.force = tuple(r.tolist()), tuple(F.tolist())
-        if self.detector is None or self.state.samples == 0:
+        r0, r1, r2 = self.residual = tuple(r.tolist())
+        (j00, j01, j02), (j10, j11, j12), (j20, j21, j22) = st.J      # F = J^T r
+        self.force = (j00 * r0 + j10 * r1 + j20 * r2, j01 * r0 + j11 * r1 + j21 * r2,
+                      j02 * r0 + j12 * r1 + j22 * r2)
+        if self.detector is None or st.samples == 0:
             return None
-        i = self.detector.check(self.band, r, qd, dt)
+        i = self.detector.check(self.band, r, st.qd, dt)
         if i is None:
             return None
         h = np.asarray(self.detector.thresholds) + self.band
-        return Collision(self.state.samples, i, self.residual, tuple(h.tolist()), self.force)
-
+        return Collision(st.samples, i, self.residual, tuple(h.tolist()), self.force)
 
 def collision_text(c: Collision, joint_names, units: dict, t: float) -> str:
     """One line for the collision ``c`` at time ``t`` (s): the joint, its residual and

@@ -78,6 +78,27 @@ def solve_sym3(Mx, bx, by, bz):
             (c02 * bx + c12 * by + c22 * bz) / det)
 
 
+def congruence_sym3(Mx, w):
+    """The symmetric matrix W^T M W as three rows of three floats (one sample), M the symmetric
+    matrix of entries ``Mx`` = (xx, yy, zz, xy, xz, yz) and W the matrix of columns ``w`` (three
+    3-tuples): entry (i, j) is w_i . M w_j. With W = J^-1 this is the joint-space mass matrix
+    J^-T M J^-1 of a platform-coordinate mass matrix M.
+
+    >>> congruence_sym3((2.0, 2.0, 2.0, 0.0, 0.0, 0.0), ((1.0, 0.0, 0.0), (0.0, 2.0, 0.0), (0.0, 0.0, 1.0)))
+    ((2.0, 0.0, 0.0), (0.0, 8.0, 0.0), (0.0, 0.0, 2.0))
+    """
+    xx, yy, zz, xy, xz, yz = Mx
+    mw = [(xx * a + xy * b + xz * c, xy * a + yy * b + yz * c, xz * a + yz * b + zz * c) for a, b, c in w]
+    (a0, b0, c0), (a1, b1, c1), (a2, b2, c2) = w
+    (p0, q0, r0), (p1, q1, r1), (p2, q2, r2) = mw
+    m01 = a0 * p1 + b0 * q1 + c0 * r1
+    m02 = a0 * p2 + b0 * q2 + c0 * r2
+    m12 = a1 * p2 + b1 * q2 + c1 * r2
+    return ((a0 * p0 + b0 * q0 + c0 * r0, m01, m02),
+            (m01, a1 * p1 + b1 * q1 + c1 * r1, m12),
+            (m02, m12, a2 * p2 + b2 * q2 + c2 * r2))
+
+
 def sym3_matrix(Mx):
     """The symmetric matrix of entries ``Mx`` = (xx, yy, zz, xy, xz, yz): shape (3, 3), or
     (N, 3, 3) when the entries are columns."""

@@ -49,21 +49,24 @@ from delta_dynamics.common.backend import ScalarMath, join3, split3
 from delta_dynamics.common.errors import UnreachableError
 from delta_dynamics.common.friction import friction_columns, friction_efforts, joint_friction
 from delta_dynamics.common.joint import inverse_dynamics_joint, regressor_joint  # noqa: F401  (the kind's interface)
-from delta_dynamics.common.solve import (CHUNK, chunked, components, platform_force, solve_sym3, split_state,
-                                         sym3_matrix)
-from delta_dynamics.linear.kinematics import chain_geometry, forward_kinematics, jacobian, jacobian_derivative
+from delta_dynamics.common.solve import (CHUNK, chunked, components, congruence_sym3, platform_force, solve_sym3,
+                                         split_state, sym3_matrix)
+from delta_dynamics.linear.kinematics import (chain_geometry, forward_kinematics, forward_kinematics_one, jacobian,
+                                              jacobian_derivative)
 
 # ----------------------------------------------------------------------------- core
 
 
-def chains(m, x, y, z, vx, vy, vz, xp):
+def chains(m, x, y, z, vx, vy, vz, xp, geometry=None):
     """Per-chain kinematics shared by every dynamics function and the semi-implicit step: a
     list of three ``(q, dx, dy, dz, qd, v2)`` with d = (dx, dy, dz) the rod vector,
     qd = d.X_dot / dz (eq. 7) and v2 = |d_dot|^2 = x_d^2 + y_d^2 + (z_d - qd)^2, so that
-    q_dd = (d.X_dd + v2) / dz (eq. 8 with the sign corrected)."""
+    q_dd = (d.X_dd + v2) / dz (eq. 8 with the sign corrected). ``geometry``: the three
+    :func:`~delta_dynamics.linear.kinematics.chain_geometry` results at (x, y, z) when the
+    caller has them (the same position at another velocity)."""
     out = []
     for i in range(3):
-        q, dx, dy, dz = chain_geometry(m, i, x, y, z, xp)
+        q, dx, dy, dz = chain_geometry(m, i, x, y, z, xp) if geometry is None else geometry[i]
         qd = (dx * vx + dy * vy + dz * vz) / dz
         wz = vz - qd
         out.append((q, dx, dy, dz, qd, vx * vx + vy * vy + wz * wz))
@@ -209,6 +212,41 @@ def cartesian_state(m, q, qd, qdd=None):
         r.append(ch[i][3] * qa[i] - (Xd[0] * Xd[0] + Xd[1] * Xd[1] + wz * wz))
     Xdd = [n[0][k] * r[0] + n[1][k] * r[1] + n[2][k] * r[2] for k in range(3)]
     return X, join3(*Xd, single), join3(*Xdd, single)
+
+
+def joint_space_sample(m, q, qd):
+    """The reduced joint-space model at one carriage state on Python floats (the control loop's
+    momentum observer, :mod:`delta_dynamics.monitoring.observer`): ``q``, ``qd`` three finite
+    floats each (m, m/s). Returns ``(X, Xd, J, Jinv, Mq, h, fric)``: the platform position X =
+    FK(q) (m) and velocity X_dot = J^-1 q_dot (m/s) (3-tuples), J = J_q^-1 J_x (rows d_i / d_iz,
+    eq. 7) and J^-1 = J_x^-1 J_q (columns n_i d_iz, :func:`rod_inverse`) as three row 3-tuples,
+    the joint-space mass matrix M_q = J^-T M J^-1 (module docstring, rows), h = g_q + C_q q_dot
+    (N: the carriage forces at q_ddot = 0 without friction, i.e. at X_ddot = -J_x^-1 v, eq. 8,
+    and eq. 14) and the friction at q_dot (N). The same maths as :func:`cartesian_state`,
+    :func:`mass_matrix` and :func:`inverse_dynamics` per sample, without their arrays.
+
+    >>> from delta_dynamics.linear.model import LinearModel
+    >>> m = LinearModel.from_robot("colombo2020")
+    >>> X, Xd, J, Ji, Mq, h, fric = joint_space_sample(m, (0.24, 0.24, 0.24), (0.0, 0.0, 0.0))
+    >>> bool(np.allclose(h, inverse_dynamics(m, X, Xd, [0, 0, 0], friction=False)))
+    True
+    """
+    x, y, z = forward_kinematics_one(m, q)
+    xp = ScalarMath
+    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
+    ch = chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo)
+    n = rod_inverse(m, ch, x, y, z, xp)
+    w = tuple((c[3] * a, c[3] * b, c[3] * e) for c, (a, b, e) in zip(ch, n))      # columns of J^-1
+    r = [ch[i][3] * v for i, v in enumerate(qd)]
+    Xd = tuple(n[0][k] * r[0] + n[1][k] * r[1] + n[2][k] * r[2] for k in range(3))
+    ch = chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
+    v1, v2, v3 = (-c[5] for c in ch)                             # q_ddot = 0: J_x X_ddot = -v
+    Xdd = [n[0][k] * v1 + n[1][k] * v2 + n[2][k] * v3 for k in range(3)]
+    h, _, _ = carriage_forces(m, ch, n, Xdd[0], Xdd[1], Xdd[2], None, False, xp)
+    J = tuple((c[1] / c[3], c[2] / c[3], c[3] / c[3]) for c in ch)
+    Jinv = tuple((w[0][k], w[1][k], w[2][k]) for k in range(3))
+    fric = tuple(joint_friction(m, i, v, xp) for i, v in enumerate(qd))
+    return (x, y, z), Xd, J, Jinv, congruence_sym3(mass_matrix_entries(m, ch), w), tuple(h), fric
 
 
 def friction_torque(m, qd):

@@ -224,6 +224,15 @@ def _fk_batch(m, q):
     return X, code
 
 
+def forward_kinematics_one(m, q) -> tuple:
+    """:func:`forward_kinematics` of one sample of carriage positions (m) given as three finite Python
+    floats, as a tuple (x, y, z) (m), without arrays: the control loop's one-sample paths
+    (the same errors)."""
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        return tuple(forward_kinematics(m, q).tolist())
+    return _fk_one(m, *q)
+
+
 def _fk_one(m, q1, q2, q3):
     """:func:`forward_kinematics` of one sample on Python floats (the control loop's path)."""
     x1, y1 = m.cx[0], m.cy[0]

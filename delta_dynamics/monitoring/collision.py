@@ -117,11 +117,25 @@ class CollisionDetector:
 
     def check(self, band: np.ndarray, r, qd, dt: float) -> int | None:
         """One sample: advance the band with ``qd`` over ``dt`` s, then the index of the joint
-        whose residual ``r`` exceeds its threshold the most (relative to it), None if none."""
-        self.band_step(band, qd, dt)
-        excess = np.abs(np.asarray(r, dtype=float)) - (np.asarray(self.thresholds) + band)
-        i = int(np.argmax(excess / np.asarray(self.thresholds)))
-        return i if excess[i] > 0.0 else None
+        whose residual ``r`` exceeds its threshold the most (relative to it), None if none. On
+        Python floats (the loop's path): b_i = a b_i + (1 - a) s_i [|q_dot_i| < v_rest] as
+        :meth:`band_step`, excess_i = |r_i| - (threshold_i + b_i), the first largest
+        excess_i / threshold_i."""
+        a = math.exp(-self.gain * dt)
+        c = 1.0 - a
+        v = self.rest_speed
+        b = band.tolist()
+        r = r.tolist() if type(r) is np.ndarray else [float(x) for x in r]
+        qd = qd.tolist() if type(qd) is np.ndarray else [float(x) for x in qd]
+        best, worst, over = 0, -math.inf, 0.0
+        for i in range(3):
+            b[i] = b[i] * a + c * (self.static[i] if abs(qd[i]) < v else 0.0)
+            t = self.thresholds[i]
+            x = abs(r[i]) - (t + b[i])
+            if x / t > worst:
+                best, worst, over = i, x / t, x
+        band[0], band[1], band[2] = b
+        return best if over > 0.0 else None
 
     def bands(self, qd, dt: float) -> np.ndarray:
         """The stiction band over a record of joint speeds (N, 3), vectorised (a linear filter)."""

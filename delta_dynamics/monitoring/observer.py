@@ -32,8 +32,9 @@ dynamics per sample, no difference quotient of M_q). ``tau_k`` is the effort app
 as the plants' linearly implicit integrators apply it. The filter is stable for every K dt.
 
 :class:`MomentumObserver` is the immutable part (model, gain); :class:`ObserverState` the
-per-run workspace; :meth:`MomentumObserver.update` the loop's one-sample path,
-:meth:`MomentumObserver.residuals` the vectorised batch form over a record (the same numbers).
+per-run workspace; :meth:`MomentumObserver.update` the loop's one-sample path on Python floats
+(:func:`sample_terms_one`), :meth:`MomentumObserver.residuals` the vectorised batch form over a
+record (:func:`sample_terms`; the same numbers to rounding, ``test/test_monitoring_fast.py``).
 
 >>> from delta_dynamics.algorithms import inverse_dynamics_joint
 >>> from delta_dynamics.kinds import model_for
@@ -59,7 +60,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from delta_dynamics.algorithms import (cartesian_state, forward_kinematics, friction_torque, inverse_dynamics,
-                                      jacobian, jacobian_derivative, joint_space_inertia, mass_matrix)
+                                      jacobian, jacobian_derivative, joint_space_inertia, joint_space_sample,
+                                      mass_matrix)
 
 #: The observer gain K (1/s) unless told: a 10 ms time constant, 5 cycles at 500 Hz. A larger K
 #: follows a collision faster and passes more model error and velocity noise.
@@ -143,19 +145,64 @@ def sample_terms(m, q, qd):
     return Mq, inverse_dynamics(m, X, Xd, Xdd, friction=False), friction_torque(m, qd), X
 
 
+def sample_terms_one(m, q, qd):
+    """:func:`sample_terms` of one sample on Python floats (``q``, ``qd``: three finite floats
+    each), the control loop's path: ``(Mq, h, fric, X, Xd, J, Jinv)`` with M_q = J^-T M J^-1 (three
+    row 3-tuples), h = g_q + C_q q_dot (the inverse dynamics at q_ddot = 0, i.e. at X_ddot =
+    -J^-1 J_dot X_dot, without friction), the friction at q_dot, the platform position X = FK(q)
+    (m) and velocity X_dot = J^-1 q_dot (m/s) as 3-tuples, and J, J^-1 (row 3-tuples): the
+    same maths as :func:`sample_terms`, one mass matrix, one pair of chain evaluations and one
+    inverse dynamics per sample, without arrays (the kind's
+    :func:`~delta_dynamics.algorithms.joint_space_sample`).
+
+    >>> from delta_dynamics.kinds import model_for
+    >>> from delta_dynamics.algorithms import inverse_kinematics
+    >>> m = model_for("nt_robot")
+    >>> q, qd = tuple(inverse_kinematics(m, [0.0, 0.0, -0.8]).tolist()), (0.5, -0.2, 0.1)
+    >>> Mq, h, fric, X = sample_terms(m, q, qd)
+    >>> one = sample_terms_one(m, q, qd)
+    >>> bool(np.allclose(one[0], Mq, rtol=1e-14) and np.allclose(one[1], h, rtol=1e-14))
+    True
+    """
+    X, Xd, J, Jinv, Mq, h, fric = joint_space_sample(m, q, qd)
+    return Mq, h, fric, X, Xd, J, Jinv
+
+
+def _three_floats(v, what: str) -> tuple:
+    """``v`` (3 joint values) as a tuple of three finite floats; ValueError naming ``what`` otherwise."""
+    if type(v) is tuple and len(v) == 3 and type(v[0]) is type(v[1]) is type(v[2]) is float:
+        t = v
+    elif type(v) is np.ndarray and v.shape == (3,) and v.dtype == np.float64:
+        t = tuple(v.tolist())
+    else:
+        a = _joint_array(v, what)
+        if a.shape != (3,):
+            raise ValueError(f"momentum observer: {what} must have shape (3,), got {a.shape}")
+        return tuple(a.tolist())
+    a, b, c = t
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        raise ValueError(f"momentum observer: {what} holds a non-finite value")
+    return t
+
+
 @dataclass
 class ObserverState:
     """The observer's workspace for one run (mutable; one per robot and thread): at the last
-    sample the joint-space mass matrix ``Mq``, joint velocity ``qd``, known term ``h`` and
-    platform position ``X`` (m), the residual ``r`` (N m or N per joint) and the number of
-    samples seen."""
+    sample the joint-space mass matrix ``Mq`` (three rows of three floats), joint velocity ``qd``,
+    known term ``h`` and platform position ``X`` (m) (3-tuples of floats), the residual ``r``
+    (N m or N per joint, array (3,)) and the number of samples seen; also the platform velocity
+    ``Xd`` (m/s) and the Jacobian ``J`` and its inverse ``Jinv`` (row 3-tuples) at the last sample,
+    which the loop's payload estimate and platform force reuse."""
 
-    Mq: np.ndarray
-    qd: np.ndarray
-    h: np.ndarray
-    X: np.ndarray
+    Mq: tuple
+    qd: tuple
+    h: tuple
+    X: tuple
     r: np.ndarray = field(default_factory=lambda: np.zeros(3))
     samples: int = 0
+    Xd: tuple = (0.0, 0.0, 0.0)
+    J: tuple = None
+    Jinv: tuple = None
 
 
 @dataclass(frozen=True)
@@ -178,25 +225,38 @@ class MomentumObserver:
 
     def start(self, q, qd, r0=None) -> ObserverState:
         """A fresh :class:`ObserverState` at the joint state (q, q_dot), residual ``r0`` (zero)."""
-        q = _joint_array(q, "joint position")
-        qd = _joint_array(qd, "joint velocity")
-        Mq, h, _, X = sample_terms(self.model, q, qd)
+        q = _three_floats(q, "joint position")
+        qd = _three_floats(qd, "joint velocity")
+        Mq, h, _, X, Xd, J, Jinv = sample_terms_one(self.model, q, qd)
         r = np.zeros(3) if r0 is None else _joint_array(r0, "initial residual").copy()
-        return ObserverState(Mq, qd, h, X, r)
+        return ObserverState(Mq, qd, h, X, r, 0, Xd, J, Jinv)
 
     def update(self, state: ObserverState, q, qd, tau, dt: float) -> np.ndarray:
         """One sample: the joint state (q, q_dot) now, the efforts ``tau`` applied since the
         previous sample (N m or N, measured or commanded) and the interval ``dt`` (s). Updates
-        ``state`` and returns the residual r (3,) (module docstring)."""
+        ``state`` and returns the residual r (3,) (module docstring), a new array. On Python
+        floats (:func:`sample_terms_one`): the numbers of :meth:`residuals` to rounding."""
         if not (dt > 0.0 and math.isfinite(dt)):
             raise ValueError(f"momentum observer: dt must be a finite number > 0 s, got {dt!r}")
-        tau = _joint_array(tau, "joint effort")
-        qd = _joint_array(qd, "joint velocity")
-        Mq, h, fric, X = sample_terms(self.model, _joint_array(q, "joint position"), qd)
-        e = (0.5 / dt) * ((Mq + state.Mq) @ (qd - state.qd)) - tau + 0.5 * (h + state.h) + fric
+        t0, t1, t2 = _three_floats(tau, "joint effort")
+        qd = _three_floats(qd, "joint velocity")
+        Mq, h, fric, X, Xd, J, Jinv = sample_terms_one(self.model, _three_floats(q, "joint position"), qd)
+        # e = (Mq + Mq_prev) / (2 dt) (qd - qd_prev) - tau + (h + h_prev) / 2 + fric
+        k = 0.5 / dt
+        p0, p1, p2 = state.qd
+        d0, d1, d2 = qd[0] - p0, qd[1] - p1, qd[2] - p2
+        (a00, a01, a02), (a10, a11, a12), (a20, a21, a22) = Mq
+        (b00, b01, b02), (b10, b11, b12), (b20, b21, b22) = state.Mq
+        g0, g1, g2 = state.h
+        e0 = k * ((a00 + b00) * d0 + (a01 + b01) * d1 + (a02 + b02) * d2) - t0 + 0.5 * (h[0] + g0) + fric[0]
+        e1 = k * ((a10 + b10) * d0 + (a11 + b11) * d1 + (a12 + b12) * d2) - t1 + 0.5 * (h[1] + g1) + fric[1]
+        e2 = k * ((a20 + b20) * d0 + (a21 + b21) * d1 + (a22 + b22) * d2) - t2 + 0.5 * (h[2] + g2) + fric[2]
         a = math.exp(-self.gain * dt)
-        state.r = a * state.r + (1.0 - a) * e
+        c = 1.0 - a
+        r0, r1, r2 = state.r.tolist()
+        state.r = np.array((a * r0 + c * e0, a * r1 + c * e1, a * r2 + c * e2))
         state.Mq, state.qd, state.h, state.X = Mq, qd, h, X
+        state.Xd, state.J, state.Jinv = Xd, J, Jinv
         state.samples += 1
         return state.r
 

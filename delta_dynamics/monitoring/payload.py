@@ -59,12 +59,12 @@ class PayloadEstimate:
 
 @dataclass
 class PayloadState:
-    """The estimator's per-run workspace: the filtered regressor ``psi`` (3,), the previous
-    platform velocity ``Xd`` (m/s), the weighted sums ``S`` (psi.psi), ``B`` (psi.r), ``A``
-    (r.r) and ``n`` (samples)."""
+    """The estimator's per-run workspace: the filtered regressor ``psi`` and the previous
+    platform velocity ``Xd`` (m/s) (3-tuples of floats), the weighted sums ``S`` (psi.psi), ``B``
+    (psi.r), ``A`` (r.r) and ``n`` (samples)."""
 
-    psi: np.ndarray
-    Xd: np.ndarray
+    psi: tuple
+    Xd: tuple
     S: float = 0.0
     B: float = 0.0
     A: float = 0.0
@@ -91,7 +91,7 @@ class PayloadEstimator:
 
     def start(self, Xd) -> PayloadState:
         """A fresh state at platform velocity ``Xd`` (m/s); start it with the observer."""
-        return PayloadState(np.zeros(3), np.array(Xd, dtype=float))
+        return PayloadState((0.0, 0.0, 0.0), _floats3(Xd))
 
     def regressor(self, X, Xd, Xd_prev, dt: float, Jinv=None) -> np.ndarray:
         """psi (module docstring) for one interval or N intervals: -J^-T (dX_dot/dt + g e_z)
@@ -100,22 +100,34 @@ class PayloadEstimator:
         phi[..., 2] += self.model.g
         if Jinv is None:
             Jinv = np.linalg.inv(jacobian(self.model, np.asarray(X, dtype=float)))
-        return -np.einsum("...ji,...j->...i", Jinv, phi)
+        return -np.einsum("...ji,...j->...i", np.asarray(Jinv, dtype=float), phi)
 
     def update(self, state: PayloadState, X, Xd, r, dt: float, Jinv=None) -> None:
         """One sample: the platform state (X, X_dot) now (m, m/s), the observer's residual
         ``r`` now (after its update with the same sample) and the interval ``dt`` (s);
-        ``Jinv``: J(X)^-1 if the caller has it (the control loop's one-sample path)."""
+        ``Jinv``: J(X)^-1 if the caller has it (the control loop's one-sample path, e.g. the
+        observer state's ``Jinv``). On Python floats: psi_i = -sum_j (J^-1)_ji phi_j with phi =
+        (X_dot - X_dot_prev) / dt + g e_z, the numbers of :meth:`regressor`."""
         a = math.exp(-self.gain * dt)
         lam = math.exp(-dt / self.memory)
-        psi = self.regressor(X, Xd, state.Xd, dt, Jinv)
-        state.psi = a * state.psi + (1.0 - a) * psi
-        r = np.asarray(r, dtype=float)
-        state.S = lam * state.S + float(state.psi @ state.psi)
-        state.B = lam * state.B + float(state.psi @ r)
-        state.A = lam * state.A + float(r @ r)
+        v0, v1, v2 = Xd = _floats3(Xd)
+        w0, w1, w2 = state.Xd
+        f0, f1, f2 = (v0 - w0) / dt, (v1 - w1) / dt, (v2 - w2) / dt + self.model.g
+        if Jinv is None:
+            Jinv = np.linalg.inv(jacobian(self.model, np.asarray(X, dtype=float))).tolist()
+        (j00, j01, j02), (j10, j11, j12), (j20, j21, j22) = Jinv
+        c = 1.0 - a
+        s0, s1, s2 = state.psi
+        s0 = a * s0 + c * -(j00 * f0 + j10 * f1 + j20 * f2)
+        s1 = a * s1 + c * -(j01 * f0 + j11 * f1 + j21 * f2)
+        s2 = a * s2 + c * -(j02 * f0 + j12 * f1 + j22 * f2)
+        r0, r1, r2 = _floats3(r)
+        state.psi = (s0, s1, s2)
+        state.S = lam * state.S + (s0 * s0 + s1 * s1 + s2 * s2)
+        state.B = lam * state.B + (s0 * r0 + s1 * r1 + s2 * r2)
+        state.A = lam * state.A + (r0 * r0 + r1 * r1 + r2 * r2)
         state.n = lam * state.n + 1.0
-        state.Xd = np.array(Xd, dtype=float)
+        state.Xd = Xd
 
     def estimate(self, state: PayloadState, dt: float) -> PayloadEstimate:
         """The payload (kg) and its standard deviation from ``state`` (``dt``: the sample
@@ -139,6 +151,13 @@ class PayloadEstimator:
     def tare(self, estimate: PayloadEstimate) -> "PayloadEstimator":
         """This estimator with ``offset`` such that ``estimate`` (of the empty robot) reads 0 kg."""
         return PayloadEstimator(self.model, self.gain, self.memory, self.offset + estimate.mass)
+
+
+def _floats3(v) -> tuple:
+    """Three floats from a 3-tuple of floats (as is) or anything numpy reads as shape (3,)."""
+    if type(v) is tuple and len(v) == 3:
+        return v
+    return tuple(np.asarray(v, dtype=float).reshape(3).tolist())
 
 
 def _estimate(S, B, A, n, a, offset) -> PayloadEstimate:

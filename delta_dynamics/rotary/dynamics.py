@@ -44,14 +44,15 @@ from delta_dynamics.common.backend import ScalarMath, join3, split3
 from delta_dynamics.common.errors import UnreachableError
 from delta_dynamics.common.friction import friction_columns, friction_efforts, joint_friction
 from delta_dynamics.common.joint import inverse_dynamics_joint, regressor_joint  # noqa: F401  (the kind's interface)
-from delta_dynamics.common.solve import (CHUNK, chunked, components, platform_force, solve_sym3, split_state,
-                                         sym3_matrix)
-from delta_dynamics.rotary.kinematics import chain_geometry, forward_kinematics, jacobian, jacobian_derivative
+from delta_dynamics.common.solve import (CHUNK, chunked, components, congruence_sym3, platform_force, solve_sym3,
+                                         split_state, sym3_matrix)
+from delta_dynamics.rotary.kinematics import (chain_geometry, forward_kinematics, forward_kinematics_one, jacobian,
+                                              jacobian_derivative)
 
 
 # ----------------------------------------------------------------------------- core
 
-def chains(m, x, y, z, vx, vy, vz, xp):
+def chains(m, x, y, z, vx, vy, vz, xp, geometry=None):
     """Per-chain kinematics shared by every dynamics function and the semi-implicit step
     (Asadi steps 1-4).
 
@@ -59,11 +60,13 @@ def chains(m, x, y, z, vx, vy, vz, xp):
     ``(q, cq, sq, d, ux, uy, uz, tx, ty, tz, qd, qdd_v)`` where q is the joint position,
     cq, sq the cosine and sine of the arm angle theta = q + o_i, U = A - C, T = dC/dq,
     d = U.T, qd = U.X_dot / d (eq. 8) and qdd_v = (|U_dot|^2 - U.T' qd^2) / d is the
-    velocity part of q_dd = U.X_dd / d + qdd_v (eqs. 10-11).
+    velocity part of q_dd = U.X_dd / d + qdd_v (eqs. 10-11). ``geometry``: the three
+    :func:`~delta_dynamics.rotary.kinematics.chain_geometry` results at (x, y, z) when the
+    caller has them (the same position at another velocity).
     """
     out = []
     for i in range(3):
-        q, cq, sq, px, pz, d = chain_geometry(m, i, x, y, z, xp)
+        q, cq, sq, px, pz, d = chain_geometry(m, i, x, y, z, xp) if geometry is None else geometry[i]
         c, s, l = m.cphi[i], m.sphi[i], m.arm_l[i]
         rad = m.arm_dr[i] - l * cq
         ux, uy, uz = x + rad * c, y + rad * s, z + l * sq
@@ -204,6 +207,40 @@ def cartesian_state(m, q, qd, qdd=None):
     r = [qa[i] - ch[i][11] for i in range(3)]
     Xdd = [w[0][k] * r[0] + w[1][k] * r[1] + w[2][k] * r[2] for k in range(3)]
     return X, join3(*Xd, single), join3(*Xdd, single)
+
+
+def joint_space_sample(m, q, qd):
+    """The reduced joint-space model at one joint state on Python floats (the control loop's
+    momentum observer, :mod:`delta_dynamics.monitoring.observer`): ``q``, ``qd`` three finite
+    floats each (rad, rad/s). Returns ``(X, Xd, J, Jinv, Mq, h, fric)``: the platform position X
+    = FK(q) (m) and velocity X_dot = J^-1 q_dot (m/s) (3-tuples), J (q_dot = J X_dot, rows U_i /
+    d_i, eq. 9) and J^-1 (columns w_i, :func:`inverse_jacobian`) as three row 3-tuples, the
+    joint-space mass matrix M_q = J^-T M J^-1 (eq. 40, rows), h = g_q + C_q q_dot (N m: the
+    inverse dynamics at q_ddot = 0 without friction, i.e. at X_ddot = -J^-1 J_dot X_dot, eqs.
+    11 and 39) and the friction at q_dot (N m). The same maths as :func:`cartesian_state`,
+    :func:`mass_matrix` and :func:`inverse_dynamics` per sample, without their arrays.
+
+    >>> from delta_dynamics.rotary.model import RotaryModel
+    >>> m = RotaryModel.from_robot("nt_robot")
+    >>> X, Xd, J, Ji, Mq, h, fric = joint_space_sample(m, (0.3, 0.3, 0.3), (0.0, 0.0, 0.0))
+    >>> bool(np.allclose(h, inverse_dynamics(m, X, Xd, [0, 0, 0], friction=False)))
+    True
+    """
+    x, y, z = forward_kinematics_one(m, q)
+    xp = ScalarMath
+    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
+    ch = chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo)
+    w = inverse_jacobian(ch, xp)
+    q1, q2, q3 = qd
+    Xd = tuple(w[0][k] * q1 + w[1][k] * q2 + w[2][k] * q3 for k in range(3))
+    ch = chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
+    v1, v2, v3 = (-c[11] for c in ch)                            # q_ddot = 0: J X_ddot = -J_dot X_dot
+    Xdd = [w[0][k] * v1 + w[1][k] * v2 + w[2][k] * v3 for k in range(3)]
+    h, _ = joint_torques(m, ch, w, Xdd[0], Xdd[1], Xdd[2], None, False, xp)
+    J = tuple((c[4] / c[3], c[5] / c[3], c[6] / c[3]) for c in ch)
+    Jinv = tuple((w[0][k], w[1][k], w[2][k]) for k in range(3))
+    fric = tuple(joint_friction(m, i, v, xp) for i, v in enumerate(qd))
+    return (x, y, z), Xd, J, Jinv, congruence_sym3(mass_matrix_entries(m, ch), w), tuple(h), fric
 
 
 def friction_torque(m, qd):

@@ -178,6 +178,15 @@ def forward_kinematics(m, q):
     return X[0] if single else X
 
 
+def forward_kinematics_one(m, q) -> tuple:
+    """:func:`forward_kinematics` of one sample of joint angles (rad) given as three finite Python
+    floats, as a tuple (x, y, z) (m), without arrays: the control loop's one-sample paths
+    (the same errors)."""
+    if m.arms is not None:                       # per-arm geometry (geometry.per_arm)
+        return tuple(forward_kinematics(m, q).tolist())
+    return _fk_one(m, *q)
+
+
 def _fk_one(m, q1, q2, q3):
     """:func:`forward_kinematics` of one sample on Python floats (the control loop's path)."""
     cs = []
