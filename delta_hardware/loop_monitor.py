@@ -176,6 +176,7 @@ class LoopMonitor:
         h = np.asarray(self.detector.thresholds) + self.band
         return Collision(st.samples, i, self.residual, tuple(h.tolist()), self.force)
 
+
 def collision_text(c: Collision, joint_names, units: dict, t: float) -> str:
     """One line for the collision ``c`` at time ``t`` (s): the joint, its residual and
     threshold, the estimated platform force (N) and its direction (``base_link``).
