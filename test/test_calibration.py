@@ -2,6 +2,7 @@
 measured by a simulated laser tracker, the analytic Jacobian against finite differences, the
 robust fit against an outlier, pose design, the command line and its refusals of bad files."""
 import os
+import re
 
 import numpy as np
 import pytest
@@ -143,6 +144,45 @@ def test_cli_calibrates_and_writes_a_robot_file(tmp_path, capsys):
     p0 = m.chains.parameters(m.robot)
     changed = [n for n, a, b in zip(m.chains.names, p0, only.arms) if abs(a - b) > 1e-12]
     assert changed and all(n.startswith("joint_offset_") for n in changed)
+
+
+def test_report_names_the_poses_that_would_identify_more_and_they_do(tmp_path, capsys):
+    """Eight tracker poses on one vertical line identify part of the geometry only: the report names the
+    tool points to measure as well; measured there too, everything is identified but the
+    combinations the report names as identifiable from no pose (base and platform radius of
+    each arm enter as their difference)."""
+    m = model_for("nt_robot")
+    true = perturbed(m, seed=11)
+    X = A.workspace_centre(m) + np.array([[0, 0, z] for z in np.linspace(-0.1, 0.1, 8)])
+    q = A.inverse_kinematics(m, X)
+    write_measurements(tmp_path / "few.csv", Measurements("positions", q, predict(m.chains, true, q, "positions")[0], None))
+    assert run_cli("--robot", "nt_robot", "--measurements", tmp_path / "few.csv", "--out", tmp_path / "o.yaml") == 0
+    text = capsys.readouterr().out
+    advice = [line for line in text.splitlines() if "measuring also at these tool points" in line]
+    assert len(advice) == 1, text
+    pts = np.array(re.findall(r"\(([-\d.]+), ([-\d.]+), ([-\d.]+)\)", advice[0]), float)
+    structural = re.findall(r"not identifiable from any positions poses: (.*)", text)
+    assert 1 <= len(pts) <= 6 and len(structural) == 3, text
+    tool = m.chains.tool_offset(m.chains.parameters(m.robot))
+    q2 = np.vstack((q, A.inverse_kinematics(m, pts + [0, 0, tool])))
+    more = Measurements("positions", q2, predict(m.chains, true, q2, "positions")[0], None)
+    result = calibrate(m.chains, m.chains.parameters(m.robot), more)
+    names = lambda combos: sorted(tuple(sorted(re.findall(r"[a-z_]+_\d|[a-z_]+", c))) for c in combos)  # noqa: E731
+    assert names(result.ident.unidentifiable) == names(structural)
+    assert len(result.ident.unidentifiable) < len(re.findall("not identifiable from these data", text))
+
+
+def test_report_on_probe_heights_says_positions_would_identify_more(tmp_path, capsys):
+    """A printer's probe heights cannot see every tower's radius and angle: the report names
+    those combinations and says measured positions would identify them."""
+    m = model_for("colombo2020")
+    d = choose_poses(m, 12, "heights", 0.0, seed=0)
+    write_measurements(tmp_path / "h.csv", Measurements("heights", d.q, np.zeros((len(d.q), 1)), None))
+    assert run_cli("--robot", "colombo2020", "--measurements", tmp_path / "h.csv", "--out", tmp_path / "o.yaml") == 0
+    text = capsys.readouterr().out
+    n = re.findall(r"measured positions \(x, y, z\) instead of heights would identify (\d+) of those", text)
+    assert n and int(n[0]) > 0, text
+    assert "not identifiable from any heights poses: " in text
 
 
 def test_cli_poses(tmp_path):

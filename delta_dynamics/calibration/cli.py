@@ -32,7 +32,7 @@ from delta_dynamics.calibration.fit import CalibrationError, calibrate
 from delta_dynamics.calibration.klipper import (MAX_CONFIG_BYTES, KlipperError, KlipperRotaryDelta, format_klipper,
                                                 klipper_from_robot, parse_klipper, robot_from_klipper,
                                                 robot_from_klipper_rotary)
-from delta_dynamics.calibration.poses import choose_poses
+from delta_dynamics.calibration.poses import advise, choose_poses
 from delta_dynamics.data_files.csv_io import CsvError, write_csv
 from delta_dynamics.kinds import model_for
 
@@ -88,9 +88,25 @@ def _fmt(v: float, unit: str) -> str:
     return f"{v * 1e3:+.4f} mm" if unit == "m" else f"{np.degrees(v):+.5f} deg"
 
 
-def summary(m, result) -> str:
+def advice_lines(advice, kind: str) -> list:
+    """The report's lines for :func:`~delta_dynamics.calibration.poses.advise`'s answer: the
+    tool points to measure as well, the combinations no pose of this kind identifies."""
+    lines = []
+    if advice.gained:
+        pts = ", ".join(f"({x:.4f}, {y:.4f}, {z:.4f})" for x, y, z in advice.poses)
+        lines.append(f"  measuring also at these tool points (m, base_link) would identify {advice.gained} more "
+                     f"combination(s): {pts}")
+    for u in advice.structural:
+        lines.append(f"  not identifiable from any {kind} poses: {u}")
+    if advice.by_positions:
+        lines.append(f"  measured positions (x, y, z) instead of heights would identify {advice.by_positions} of "
+                     f"those")
+    return lines
+
+
+def summary(m, result, advice=None) -> str:
     """The text report: residuals, parameter changes with their standard deviations,
-    identifiability."""
+    identifiability and, with ``advice``, what more measurements would identify."""
     ch = m.chains
     lines = [f"poses: {len(result.residual_before)} ({result.kind}), residual RMS {result.rms_before * 1e3:.4f} mm "
              f"-> {result.rms_after * 1e3:.4f} mm ({result.rms_inliers * 1e3:.4f} mm without the outliers); "
@@ -100,6 +116,8 @@ def summary(m, result) -> str:
              f"{result.ident.singular_values[:max(result.ident.rank, 1)].min():.3g})"]
     for u in result.ident.unidentifiable:
         lines.append(f"  not identifiable from these data (kept at nominal): {u}")
+    if advice is not None:
+        lines += advice_lines(advice, result.kind)
     if result.outliers:
         lines.append("outlier poses (down-weighted): " + ", ".join(str(i + 1) for i in result.outliers))
     lines.append(f"{'parameter':<22} {'change':>14} {'std dev':>14}")
@@ -110,7 +128,7 @@ def summary(m, result) -> str:
     return "\n".join(lines)
 
 
-def write_report(directory: str, m, result, meas) -> None:
+def write_report(directory: str, m, result, meas, advice=None) -> None:
     """``DIR/summary.txt``, ``DIR/residuals.csv`` and ``DIR/residuals.png`` (per pose, before
     and after)."""
     import matplotlib                  # heavy: the report only
@@ -119,7 +137,7 @@ def write_report(directory: str, m, result, meas) -> None:
 
     check_output_dir(directory, "the report")
     os.makedirs(directory, exist_ok=True)
-    atomic_write_text(os.path.join(directory, "summary.txt"), summary(m, result) + "\n")
+    atomic_write_text(os.path.join(directory, "summary.txt"), summary(m, result, advice) + "\n")
     n = len(result.residual_before)
     write_csv(check_output_file(os.path.join(directory, "residuals.csv"), "a residual file"),
               ("pose", "before_m", "after_m"),
@@ -166,9 +184,13 @@ def run_calibrate(argv) -> int:
     free = select_parameters(m.chains.names, args.parameters)
     result = calibrate(m.chains, m.chains.parameters(m.robot), meas, free=free, robust=not args.no_robust)
     robot = calibrated_robot(m, result.p, result, os.fspath(args.measurements))
-    print(summary(m, result))
+    advice = None
+    if result.ident.unidentifiable:
+        height = float(np.median(meas.values[:, 0])) if meas.kind == "heights" else 0.0
+        advice = advise(m, meas.q, meas.kind, height, free=free)
+    print(summary(m, result, advice))
     if args.report:
-        write_report(args.report, m, result, meas)
+        write_report(args.report, m, result, meas, advice)
     save_robot(robot, args.out, header=f"calibrated by delta-calibrate from {args.measurements}")
     print(f"wrote {args.out}")
     return 0

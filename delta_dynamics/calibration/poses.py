@@ -99,3 +99,75 @@ def choose_poses(m, count: int, kind: str = "positions", height: float = 0.0, se
     s = np.linalg.svd(A[sel].reshape(-1, k), compute_uv=False)
     return PoseDesign(q=q[sel], X=X[sel], smallest_singular_value=float(s[-1]) if len(s) == k else 0.0,
                       unidentifiable=ident.unidentifiable)
+
+
+@dataclass(frozen=True)
+class IdentifiabilityAdvice:
+    """What more measurements would identify: ``poses`` (K, 3) tool points (m, ``base_link``)
+    whose measurement, added to the data, makes ``gained`` more combinations identifiable;
+    ``structural``: the combinations no pose of this data kind identifies; ``by_positions``:
+    how many of those measured positions (x, y, z) would identify (for ``heights`` data)."""
+
+    poses: np.ndarray
+    gained: int
+    structural: tuple
+    by_positions: int
+
+
+def _rank(J, idx, names, D) -> int:
+    return identifiability(J.reshape(-1, J.shape[-1]), idx, names, D).rank
+
+
+def advise(m, q, kind: str = "positions", height: float = 0.0, free=None, most: int = 6, pool: int = 200,
+           seed: int = 0) -> IdentifiabilityAdvice:
+    """For measurements at joint positions ``q`` (N, 3) of data ``kind``: the few poses (at most
+    ``most``, greedily, each raising the rank the most) that would make every combination
+    identifiable that any of ``pool`` candidate poses of this kind can (:func:`candidates`), and
+    the combinations no such pose identifies (for ``heights``: how many measured positions
+    would). Ranks as :func:`~delta_dynamics.calibration.fit.identifiability`, at the nominal
+    geometry.
+
+    >>> import numpy as np
+    >>> from delta_dynamics.kinds import model_for
+    >>> from delta_dynamics.algorithms import inverse_kinematics
+    >>> m = model_for("nt_robot")
+    >>> X = np.array([[0.0, 0.0, -0.8], [0.1, 0.0, -0.8], [0.0, 0.1, -0.8]])   # three poses only
+    >>> a = advise(m, inverse_kinematics(m, X))
+    >>> a.gained, len(a.poses), a.structural[0]          # base and platform radius enter as their difference
+    (6, 2, 'platform_radius_2 + base_radius_2')
+    """
+    chains = m.chains
+    p0 = chains.parameters(m.robot)
+    names = chains.names
+    free = names if free is None else tuple(free)
+    idx = np.array([names.index(n) for n in free], int)
+    D = scales(chains)
+    _, Jd = predict(chains, p0, np.asarray(q, dtype=float).reshape(-1, 3), kind)
+    qc, Xc = candidates(m, pool, kind, height, seed)
+    _, Jc = predict(chains, p0, qc, kind)
+    best_all = identifiability(np.concatenate((Jd, Jc)).reshape(-1, Jd.shape[-1]), idx, names, D)
+    rank0 = rank = _rank(Jd, idx, names, D)
+    chosen: list = []
+    J = Jd
+    while rank < best_all.rank and len(chosen) < most:
+        r, c = rank, None
+        for k in range(len(qc)):                      # the first candidate that raises the rank the most
+            if k not in chosen:
+                rk = _rank(np.concatenate((J, Jc[k:k + 1])), idx, names, D)
+                if rk > r:
+                    r, c = rk, k
+        if c is None:
+            break
+        chosen.append(c)
+        J = np.concatenate((J, Jc[c:c + 1]))
+        rank = r
+    by_positions = 0
+    if kind == "heights" and best_all.unidentifiable:
+        qp, _ = candidates(m, pool, "positions", seed=seed)
+        _, Jp = predict(chains, p0, qp, "positions")
+        by_positions = _rank(Jp, idx, names, D) - best_all.rank
+    poses = Xc[np.array(chosen, int)] if chosen else np.zeros((0, 3))
+    if kind == "positions":                           # candidates() gives platform positions here: tool points
+        poses = poses - [0.0, 0.0, chains.tool_offset(p0)]
+    return IdentifiabilityAdvice(poses=poses, gained=rank - rank0,
+                                 structural=best_all.unidentifiable, by_positions=max(by_positions, 0))
