@@ -185,6 +185,18 @@ def test_report_on_probe_heights_says_positions_would_identify_more(tmp_path, ca
     assert "not identifiable from any heights poses: " in text
 
 
+def test_heights_of_a_surface_out_of_reach_get_a_fit_without_pose_advice(tmp_path, capsys):
+    """Heights whose surface no pose within the limits reaches (here 5 m up): the fit is written,
+    the report gives no tool points (there are none to give) and nothing fails."""
+    m = model_for("colombo2020")
+    d = choose_poses(m, 12, "heights", 0.0, seed=0)
+    write_measurements(tmp_path / "h.csv", Measurements("heights", d.q, np.full((len(d.q), 1), 5.0), None))
+    assert run_cli("--robot", "colombo2020", "--measurements", tmp_path / "h.csv", "--out", tmp_path / "o.yaml") == 0
+    text = capsys.readouterr().out
+    assert "not identifiable from these data" in text and "measuring also at" not in text
+    assert (tmp_path / "o.yaml").exists()
+
+
 def test_cli_poses(tmp_path):
     out = tmp_path / "poses.csv"
     assert run_cli("poses", "--robot", "colombo2020", "--count", 12, "--heights", "--out", out) == 0

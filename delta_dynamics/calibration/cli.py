@@ -27,6 +27,7 @@ from delta_core.paths import PathError, check_output_dir, check_output_file, che
 from delta_core.robot_file import RobotFileError, load_robot, parse_robot, save_robot
 from delta_core.termination import run_terminable
 from delta_core.text_input import TextInputError, read_text
+from delta_dynamics.algorithms import UnreachableError
 from delta_dynamics.calibration.data import Measurements, read_measurements
 from delta_dynamics.calibration.fit import CalibrationError, calibrate
 from delta_dynamics.calibration.klipper import (MAX_CONFIG_BYTES, KlipperError, KlipperRotaryDelta, format_klipper,
@@ -187,7 +188,10 @@ def run_calibrate(argv) -> int:
     advice = None
     if result.ident.unidentifiable:
         height = float(np.median(meas.values[:, 0])) if meas.kind == "heights" else 0.0
-        advice = advise(m, meas.q, meas.kind, height, free=free)
+        try:
+            advice = advise(m, meas.q, meas.kind, height, free=free)
+        except UnreachableError:                    # no candidate poses on that surface: no advice, the fit stands
+            advice = None
     print(summary(m, result, advice))
     if args.report:
         write_report(args.report, m, result, meas, advice)
