@@ -89,19 +89,22 @@ def _fmt(v: float, unit: str) -> str:
     return f"{v * 1e3:+.4f} mm" if unit == "m" else f"{np.degrees(v):+.5f} deg"
 
 
-def advice_lines(advice, kind: str) -> list:
-    """The report's lines for :func:`~delta_dynamics.calibration.poses.advise`'s answer: the
-    tool points to measure as well, the combinations no pose of this kind identifies."""
-    lines = []
-    if advice.gained:
-        pts = ", ".join(f"({x:.4f}, {y:.4f}, {z:.4f})" for x, y, z in advice.poses)
-        lines.append(f"  measuring also at these tool points (m, base_link) would identify {advice.gained} more "
-                     f"combination(s): {pts}")
-    for u in advice.structural:
-        lines.append(f"  not identifiable from any {kind} poses: {u}")
+def advice_lines(unidentifiable, advice, kind: str) -> list:
+    """The report's lines on what the data leave unidentifiable (kept at nominal), with
+    :func:`~delta_dynamics.calibration.poses.advise`'s answer: the combinations no pose of this
+    kind identifies, and the tool points whose measurement would identify the others."""
+    lines = [f"  not identifiable from any {kind} poses (kept at nominal): {u}" for u in advice.structural]
+    more = len(unidentifiable) - len(advice.structural)
+    if more > 0:
+        text = f"  {more} more combination(s) not identifiable from these poses (kept at nominal)"
+        if advice.gained:
+            pts = ", ".join(f"({x:.4f}, {y:.4f}, {z:.4f})" for x, y, z in advice.poses)
+            some = "them" if advice.gained >= more else f"{advice.gained} of them"
+            text += f"; measuring also at these tool points (m, base_link) would identify {some}: {pts}"
+        lines.append(text)
     if advice.by_positions:
         lines.append(f"  measured positions (x, y, z) instead of heights would identify {advice.by_positions} of "
-                     f"those")
+                     f"those not identifiable from any heights poses")
     return lines
 
 
@@ -115,10 +118,10 @@ def summary(m, result, advice=None) -> str:
              f"identifiable combinations: {result.ident.rank} of {len(result.ident.free)} parameters "
              f"(singular values {result.ident.singular_values.max():.3g} .. "
              f"{result.ident.singular_values[:max(result.ident.rank, 1)].min():.3g})"]
-    for u in result.ident.unidentifiable:
-        lines.append(f"  not identifiable from these data (kept at nominal): {u}")
-    if advice is not None:
-        lines += advice_lines(advice, result.kind)
+    if advice is None:
+        lines += [f"  not identifiable from these data (kept at nominal): {u}" for u in result.ident.unidentifiable]
+    else:
+        lines += advice_lines(result.ident.unidentifiable, advice, result.kind)
     if result.outliers:
         lines.append("outlier poses (down-weighted): " + ", ".join(str(i + 1) for i in result.outliers))
     lines.append(f"{'parameter':<22} {'change':>14} {'std dev':>14}")
