@@ -148,6 +148,8 @@ def test_plant_payload_mass_changes_the_simulated_robot_and_not_the_model(stack)
     ("collision_threshold", [1.0, 0.0, 1.0], "all > 0 (N m or N, per joint) or all 0"),
     ("collision_threshold", [1.0, math.nan, 1.0], "all > 0 (N m or N, per joint) or all 0"),
     ("collision_reaction", "retract", "retract, moving back along the path, is not implemented"),
+    ("payload_change_threshold", 0.0, "payload_change_threshold must be > 0"),
+    ("payload_change_threshold", math.nan, "payload_change_threshold must be a finite number"),
 ])
 def test_bad_input_is_refused_with_its_reason_and_the_robot_holds_still(stack, what, value, reason):
     robot, wrench = stack
@@ -209,27 +211,42 @@ def test_a_push_over_the_threshold_stops_the_robot_latched_and_a_reset_resumes(s
         assert robot.c.set_parameter("delta_hardware", "collision_threshold", [0.0, 0.0, 0.0]).successful
 
 
-def test_the_payload_is_estimated_after_a_motion(stack):
+def test_the_payload_is_estimated_after_a_motion_and_its_changes_are_events(stack):
     """The explicit plant carries 0.5 kg the controller's model does not know; after a motion
     ~/payload says so within max(20 g, 5 %) (issue 21's target; the estimator's memory is about
-    a second, so the empty robot is 4 s in the past: e^-4 of its weight, 9 g of bias)."""
+    a second, so the empty robot is 4 s in the past: e^-4 of its weight, 9 g of bias). Between
+    the ends of two motions, the payload taken on is the event ``payload picked``, and put down
+    again ``payload lost``; a motion with the same payload raises neither."""
     from geometry_msgs.msg import InertiaStamped
     robot, wrench = stack
     got = []
     robot.c.node.create_subscription(InertiaStamped, "/delta_hardware/payload", got.append, 10)
+    n0 = robot.move(list(robot.q + 0.1), 0.5)                      # the empty robot's end of a motion
+    robot.event_after(n0, "payload after the motion")
+    robot.c.spin_until(lambda: any("trajectory finished" in e for e in robot.events[n0:]), 30)
     assert robot.c.set_parameter("delta_hardware", "plant_payload_mass", 0.5).successful
     try:
         robot.wait_sim(4.0)
-        n0 = robot.move(list(robot.q + 0.2), 1.0)
+        n0 = robot.move(list(robot.q + 0.1), 1.0)
         text = robot.event_after(n0, "payload after the motion")
+        picked = robot.event_after(n0, "payload picked")
         assert robot.c.spin_until(lambda: bool(got), 30)
         assert got[-1].header.frame_id == "platform_link"
         assert abs(got[-1].inertia.m - 0.5) < 0.025, (got[-1].inertia.m, text)
         assert f"{got[-1].inertia.m:.3f} ± " in text
+        assert f"(now {got[-1].inertia.m:.3f} ± " in picked and float(picked.split(":")[1].split()[0]) > 0.45, picked
+        robot.wait_sim(2.0)
+        n1 = robot.move(list(robot.q - 0.1), 1.0)                  # the same payload: no event of a change
+        robot.event_after(n1, "payload after the motion")
+        robot.c.spin_until(lambda: any("trajectory finished" in e for e in robot.events[n1:]), 30)
+        assert not any("payload picked" in e or "payload lost" in e for e in robot.events[n1:]), robot.events[n1:]
     finally:
         assert robot.c.set_parameter("delta_hardware", "plant_payload_mass", 0.0).successful
-        n0 = robot.move(list(robot.q - 0.2), 1.0)
+        robot.wait_sim(4.0)
+        n0 = robot.move(list(robot.q - 0.1), 1.0)
         robot.event_after(n0, "trajectory finished")
+    lost = robot.event_after(n0, "payload lost")
+    assert float(lost.split(":")[1].split()[0]) < -0.45, lost
 
 
 def test_calibrate_collision_sets_the_thresholds_from_the_next_motion(stack):

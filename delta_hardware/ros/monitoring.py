@@ -14,7 +14,11 @@
 * ``~/payload`` (``geometry_msgs/InertiaStamped``, ``<prefix>platform_link``): after each motion (the
   setpoint comes to rest), the payload the loop estimates from the residual (kg, centre of mass at
   the platform centre, no inertia: a point mass), with an event ``payload after the motion: m ±
-  s kg`` (its standard deviation).
+  s kg`` (its standard deviation); when it changed since the previous motion's end by more than
+  ``payload_change_threshold`` (kg) and by more than 3 standard deviations of the difference, an
+  event ``payload picked: +d kg ...`` (heavier) or ``payload lost: -d kg ...`` (lighter), so an
+  application can check a pick without a sensor
+  (:func:`~delta_dynamics.monitoring.payload.payload_event`).
 
 * ``~/calibrate_collision`` (``std_srvs/Trigger``): watch the next motion (from the setpoint
   starting to move until it rests again; start the motion after the answer) and set
@@ -42,6 +46,7 @@ from rclpy.qos import QoSProfile
 from std_srvs.srv import Trigger
 
 from delta_dynamics.monitoring.collision import MARGIN_DEFAULT, thresholds_from_envelope
+from delta_dynamics.monitoring.payload import PayloadEstimate, payload_event
 
 from delta_hardware.drives import DriveError
 from delta_hardware.loop_link import FLAG_ACTIVATED, FLAG_SETPOINT
@@ -71,6 +76,7 @@ class Monitoring:
         self.srv = node.create_service(Trigger, "~/calibrate_collision", self.on_calibrate)
         self._sent = None                 # loop time of the last wrench published
         self.published = 0
+        self._payload = None              # the PayloadEstimate at the last motion's end, None when not observing
 
     def on_record(self, rec) -> None:
         """One cycle record (the broadcaster's thread): publish its platform force if due."""
@@ -103,6 +109,7 @@ class Monitoring:
         """~/payload and its event at the end of a motion (record ``rec``), if there is an estimate."""
         mass, std = (float(v) for v in rec["payload"])
         if not math.isfinite(mass):
+            self._payload = None          # not observing: the next estimate starts a new comparison
             return
         msg = InertiaStamped()
         msg.header.stamp = to_time(float(rec["time"]))
@@ -110,6 +117,13 @@ class Monitoring:
         msg.inertia.m = mass
         self.pub_payload.publish(msg)
         self.node.event(f"payload after the motion: {mass:.3f} ± {std:.3f} kg")
+        now = PayloadEstimate(mass, std)
+        if self._payload is not None:
+            change = payload_event(self._payload, now, float(self.node.get_parameter("payload_change_threshold").value))
+            if change is not None:
+                self.node.event(f"payload {change}: {mass - self._payload.mass:+.3f} kg since the last motion "
+                                f"(now {mass:.3f} ± {std:.3f} kg)")
+        self._payload = now
 
     def on_calibrate(self, request, response):
         """``~/calibrate_collision``: watch the next motion (module docstring)."""

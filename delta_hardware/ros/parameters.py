@@ -18,6 +18,7 @@ from delta_core.robot_file import RobotFileError, load_robot, resolve_robot_path
 from delta_core.ros.names import PREFIX_RULE
 from delta_dynamics.kinds import same_kind_model
 from delta_dynamics.monitoring.observer import GAIN_DEFAULT, GAIN_MAX, GAIN_MIN
+from delta_dynamics.monitoring.payload import EVENT_THRESHOLD
 from delta_dynamics.plant import PAYLOAD_MAX
 from delta_hardware.drives import BUSES, bus_parameters
 from delta_hardware.loop_config import LoopConfig, LoopSpec
@@ -93,6 +94,9 @@ PARAMETERS = {
                                                   "collision (latched stop); all 0: detection off", runtime=True),
     "collision_reaction": Param("stop", "what a collision does: stop (the latched quick stop; the only reaction "
                                         "so far)", runtime=True),
+    "payload_change_threshold": Param(EVENT_THRESHOLD, "kg: a payload estimate that changed by more than this (and by more "
+                                             "than 3 standard deviations) since the last motion's end raises the "
+                                             "event payload picked (up) or payload lost (down)", runtime=True),
     "plant_payload_mass": Param(0.0, "kg: the simulated robot's payload (hardware sim only; the controller's model "
                                      "stays); 0 at start: the robot file's and sim_payload", runtime=True),
 }
@@ -105,7 +109,7 @@ PREFIX = PREFIX_RULE
 FEEDFORWARD = ("topic", "model", "none")
 TIMINGS = ("follow", "time_optimal")
 #: run-time parameters the node itself reads (no loop change)
-NODE_SIDE = ("motion_limit_scale", "trajectory_timing")
+NODE_SIDE = ("motion_limit_scale", "trajectory_timing", "payload_change_threshold")
 COLLISION_REACTIONS = ("stop",)
 #: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
 LOAD_TIMEOUT = 5.0
@@ -165,6 +169,7 @@ def _rules(p: dict):
     yield "collision_threshold", p["monitoring"] is True or not any(t), f"is > 0 while monitoring is false: {NEEDS_MONITORING}"
     yield "collision_reaction", p["collision_reaction"] in COLLISION_REACTIONS, \
         "must be stop (the latched quick stop; retract, moving back along the path, is not implemented)"
+    yield number("payload_change_threshold", 0.0, PAYLOAD_MAX, lo_open=True)
     yield number("plant_payload_mass", 0.0, PAYLOAD_MAX)
     for name, b in BUS_PARAMETERS.items():
         yield name, b.check(p[name]), b.rule
