@@ -63,6 +63,18 @@ def run(loop, t, seconds):
     return t, outs
 
 
+def run_to(loop, t, target, atol=1e-3, timeout=20.0):
+    """Cycle ``loop`` on until the drives report ``target`` (within ``atol``), for up to
+    ``timeout`` s of the wall clock: the loop's trajectory waits while a drive is behind (a
+    busy host starving the emulated drives' thread), so a plan may end later than its time."""
+    t, outs = run(loop, t, 0.05)
+    deadline = time.monotonic() + timeout
+    while np.abs(np.asarray(outs[-1].position) - target).max() > atol and time.monotonic() < deadline:
+        t, more = run(loop, t, 0.05)
+        outs += more
+    return t, outs
+
+
 def _plan(loop, t):
     return build_plan(MODEL, t, loop.current_setpoint(), t, [0.5, 1.0], [[0.4, 0.2, 0.1], [0.1, 0.3, 0.2]])
 
@@ -360,7 +372,8 @@ def test_heartbeat_lost_during_motion_stops_every_axis_until_reset(rig_hb300):
     loop.reset()                                                             # reset + enable
     assert drives.state is DriveState.ENABLED and not drives.read().faults
     loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [0.5], [[0.2, 0.2, 0.2]]))
-    t, outs = run(loop, t, 0.7)
+    t, _ = run(loop, t, 0.7)
+    t, outs = run_to(loop, t, [0.2, 0.2, 0.2])
     np.testing.assert_allclose(outs[-1].position, [0.2, 0.2, 0.2], atol=1e-3)
 
 
@@ -436,7 +449,8 @@ def test_a_drive_that_rebooted_is_configured_again_by_reset(rig):
     assert [d._raw(0x1600, s) for s in range(1, 4)] == [0x60400010, 0x607A0020, 0x60B20010]
     assert drives.state is DriveState.ENABLED
     loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [0.5], [[0.2, 0.2, 0.2]]))
-    t, outs = run(loop, t, 0.7)
+    t, _ = run(loop, t, 0.7)
+    t, outs = run_to(loop, t, [0.2, 0.2, 0.2])
     np.testing.assert_allclose(outs[-1].position, [0.2, 0.2, 0.2], atol=1e-3)
 
 
@@ -482,7 +496,8 @@ def test_maxon_config_units_direction_and_offset():
         loop.activate()
         t, _ = run(loop, 0.0, 0.02)
         loop.submit_plan(build_plan(MODEL, t, loop.current_setpoint(), t, [0.6], [[0.3, 0.1, 0.2]]))
-        t, outs = run(loop, t, 0.9)
+        t, _ = run(loop, t, 0.9)
+        t, outs = run_to(loop, t, [0.3, 0.1, 0.2])
         np.testing.assert_allclose(outs[-1].position, [0.3, 0.1, 0.2], atol=1e-3)
         np.testing.assert_allclose(sim.joint_positions(), [0.3, 0.1, 0.2], atol=1e-3)
         assert sim.drives[0].actual["position_actual"] == -round((sim.joint_positions()[0] - 0.1) / res)
