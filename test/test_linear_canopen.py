@@ -22,9 +22,10 @@ from delta_hardware.trajectory_plan import build_plan
 DT = 0.002
 ROBOT = load_robot("colombo2020")
 MODEL = model_for(ROBOT)
-# for a machine saturated by other processes: SYNC answers may take 0.5 s, a heartbeat 3 s, and
+# for a machine saturated by other processes: SYNC answers may take 0.5 s, a heartbeat 3 s, a
+# drive's first SDO answer at start-up 5 s (a loaded fresh run: one drive took over 0.5 s), and
 # the simulated drives do not fault when the test process is descheduled between two SYNCs
-TIMING = {"timing": {"tpdo_timeout": 0.5, "sdo_timeout": 0.5}, "heartbeat": {"timeout_ms": 3000}}
+TIMING = {"timing": {"tpdo_timeout": 0.5, "sdo_timeout": 0.5, "startup_timeout": 5.0}, "heartbeat": {"timeout_ms": 3000}}
 
 
 @contextlib.contextmanager
