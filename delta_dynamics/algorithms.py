@@ -139,6 +139,13 @@ def joint_space_sample(m, q, qd):
     return m.ops.joint_space_sample(m, q, qd)
 
 
+def inverse_dynamics_sample(m, q, qd, qdd):
+    """:func:`inverse_dynamics_joint` of one joint state on Python floats (three floats each for
+    q, q_dot, q_ddot), friction included and no external force, as a 3-tuple: the control loop's
+    feedforward path, the same numbers (to rounding) without arrays."""
+    return m.ops.inverse_dynamics_sample(m, q, qd, qdd)
+
+
 def friction_torque(m, qd):
     """Joint friction effort (N m or N) at joint velocity q_dot:
     c_v q_d + (c_c + (c_s - c_c) exp(-(q_d/v_s)^2)) tanh(q_d/eps)."""

@@ -38,7 +38,8 @@ INTERFACE = {
                    "sample_workspace", "workspace_centre"),
     "dynamics": ("inverse_dynamics", "forward_dynamics", "joint_state", "cartesian_state",
                  "inverse_dynamics_joint", "friction_torque", "mass_matrix", "coriolis_matrix",
-                 "gravity_vector", "energy", "regressor", "regressor_joint", "joint_space_sample"),
+                 "gravity_vector", "energy", "regressor", "regressor_joint", "joint_space_sample",
+                 "inverse_dynamics_sample"),
     "simulate": ("step",),
 }
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from delta_dynamics.algorithms import cartesian_state, inverse_dynamics, joint_units
+from delta_dynamics.algorithms import inverse_dynamics_sample, joint_units
 from delta_hardware.drives.interface import DriveError, DriveState, Mode
 from delta_hardware.loop_config import LoopConfig, gain_limits  # noqa: F401 - re-exported
 from delta_hardware.loop_monitor import LoopMonitor, collision_text
@@ -161,6 +161,7 @@ class ControlLoop:
         self.model = model
         self.ff_model = model                 # the model of the in-process feedforward
         self.ff_function = None               # or a function of the setpoint that replaces it
+        self._ff_last = (None, None, None)    # (model, setpoint floats, effort): a held setpoint's repeat
         self.drives = drives
         self.cfg = config or LoopConfig()
         self.period = 1.0 / self.cfg.rate
@@ -578,9 +579,12 @@ class ControlLoop:
         ``ff_function`` where one is set."""
         if self.ff_function is not None:
             return self.ff_function(sp)
-        m = self.ff_model
-        X, Xd, Xdd = cartesian_state(m, sp.q, sp.qd, sp.qdd)
-        return inverse_dynamics(m, X, Xd, Xdd)
+        m, key = self.ff_model, (*sp.q.tolist(), *sp.qd.tolist(), *sp.qdd.tolist())
+        last_m, last_key, effort = self._ff_last
+        if m is not last_m or key != last_key:         # holding still repeats the last setpoint
+            effort = np.array(inverse_dynamics_sample(m, key[:3], key[3:6], key[6:]))
+            self._ff_last = (m, key, effort)
+        return effort.copy()
 
     def _check_limits(self, q, qd) -> str:
         m = self.cfg.position_margin

@@ -215,6 +215,10 @@ def test_joint_state_forms(case):
     tau = A.inverse_dynamics(m, X, Xd, Xdd)
     np.testing.assert_allclose(A.inverse_dynamics_joint(m, q, qd, qdd), tau, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(A.inverse_dynamics_joint(m, q[1], qd[1], qdd[1]), tau[1], rtol=1e-8, atol=1e-8)
+    # the control loop's feedforward path on floats: the same efforts per sample
+    one = np.array([A.inverse_dynamics_sample(m, *(tuple(v[k].tolist()) for v in (q, qd, qdd)))
+                    for k in range(len(q))])
+    np.testing.assert_allclose(one, tau, rtol=1e-8, atol=1e-8)
 
 
 def test_regressor_is_linear_in_the_lumped_parameters(case):

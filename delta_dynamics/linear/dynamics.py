@@ -249,6 +249,34 @@ def joint_space_sample(m, q, qd):
     return (x, y, z), Xd, J, Jinv, congruence_sym3(mass_matrix_entries(m, ch), w), tuple(h), fric
 
 
+def inverse_dynamics_sample(m, q, qd, qdd):
+    """:func:`inverse_dynamics_joint` of one carriage state on Python floats (three finite
+    floats each for q, q_dot, q_ddot: m, m/s, m/s^2), friction included and no external force,
+    as a 3-tuple (N): the control loop's feedforward path. The maths of :func:`cartesian_state`
+    then :func:`inverse_dynamics` (eqs. 4, 5, 14), with the forward kinematics on floats and
+    each chain's geometry computed once instead of three times.
+
+    >>> from delta_dynamics.linear.model import LinearModel
+    >>> m = LinearModel.from_robot("colombo2020")
+    >>> q, qd, qdd = (0.24, 0.25, 0.23), (0.1, -0.2, 0.05), (1.0, 0.5, -2.0)
+    >>> bool(np.allclose(inverse_dynamics_sample(m, q, qd, qdd), inverse_dynamics_joint(m, q, qd, qdd),
+    ...                  rtol=1e-12, atol=1e-12))
+    True
+    """
+    x, y, z = forward_kinematics_one(m, q)
+    xp = ScalarMath
+    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
+    ch = chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo)
+    n = rod_inverse(m, ch, x, y, z, xp)
+    r = [c[3] * v for c, v in zip(ch, qd)]
+    Xd = [n[0][k] * r[0] + n[1][k] * r[1] + n[2][k] * r[2] for k in range(3)]
+    ch = chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
+    r = [c[3] * a - c[5] for c, a in zip(ch, qdd)]              # J_x X_ddot = J_q q_ddot - v (eq. 5)
+    Xdd = [n[0][k] * r[0] + n[1][k] * r[1] + n[2][k] * r[2] for k in range(3)]
+    Q, _, _ = carriage_forces(m, ch, n, Xdd[0], Xdd[1], Xdd[2], None, True, xp)
+    return tuple(Q)
+
+
 def friction_torque(m, qd):
     """Carriage friction force (N) at carriage velocity q_dot (m/s), named like the rotary
     function: f = c_v q_d + (c_c + (c_s - c_c) exp(-(q_d / v_s)^2)) sgn_eps(q_d), sgn_eps =

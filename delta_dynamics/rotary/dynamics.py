@@ -243,6 +243,33 @@ def joint_space_sample(m, q, qd):
     return (x, y, z), Xd, J, Jinv, congruence_sym3(mass_matrix_entries(m, ch), w), tuple(h), fric
 
 
+def inverse_dynamics_sample(m, q, qd, qdd):
+    """:func:`inverse_dynamics_joint` of one joint state on Python floats (three finite floats
+    each for q, q_dot, q_ddot: rad, rad/s, rad/s^2), friction included and no external force,
+    as a 3-tuple (N m): the control loop's feedforward path. The maths of
+    :func:`cartesian_state` then :func:`inverse_dynamics` (eqs. 9, 11, 39), with the forward
+    kinematics on floats and each chain's geometry computed once instead of three times.
+
+    >>> from delta_dynamics.rotary.model import RotaryModel
+    >>> m = RotaryModel.from_robot("nt_robot")
+    >>> q, qd, qdd = (0.3, 0.2, 0.4), (0.5, -1.0, 0.2), (3.0, 1.0, -2.0)
+    >>> bool(np.allclose(inverse_dynamics_sample(m, q, qd, qdd), inverse_dynamics_joint(m, q, qd, qdd),
+    ...                  rtol=1e-12, atol=1e-12))
+    True
+    """
+    x, y, z = forward_kinematics_one(m, q)
+    xp = ScalarMath
+    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
+    w = inverse_jacobian(chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo), xp)
+    q1, q2, q3 = qd
+    Xd = [w[0][k] * q1 + w[1][k] * q2 + w[2][k] * q3 for k in range(3)]
+    ch = chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
+    r1, r2, r3 = (a - c[11] for a, c in zip(qdd, ch))             # J X_ddot = q_ddot - J_dot X_dot
+    Xdd = [w[0][k] * r1 + w[1][k] * r2 + w[2][k] * r3 for k in range(3)]
+    tau, _ = joint_torques(m, ch, w, Xdd[0], Xdd[1], Xdd[2], None, True, xp)
+    return tuple(tau)
+
+
 def friction_torque(m, qd):
     """tau_fric(q_dot): viscous + Coulomb (Kim et al. eqs. 20-21) with a Stribeck break-away
     term, tau = c_v q_d + (c_c + (c_s - c_c) exp(-(q_d / v_s)^2)) sgn_eps(q_d), where sgn_eps
