@@ -214,6 +214,19 @@ def cartesian_state(m, q, qd, qdd=None):
     return X, join3(*Xd, single), join3(*Xdd, single)
 
 
+def _sample_state(m, q, qd):
+    """One carriage state on floats: X = FK(q), X_dot = J_x^-1 J_q q_dot (eq. 4), the columns
+    n_i of J_x^-1 (:func:`rod_inverse`) and the chain data at (X, X_dot), each chain's geometry
+    computed once. The chain data's d_iz does not depend on the velocity."""
+    x, y, z = forward_kinematics_one(m, q)
+    xp = ScalarMath
+    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
+    n = rod_inverse(m, chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo), x, y, z, xp)
+    r = [g[3] * v for g, v in zip(geo, qd)]
+    Xd = tuple(n[0][k] * r[0] + n[1][k] * r[1] + n[2][k] * r[2] for k in range(3))
+    return (x, y, z), Xd, n, chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
+
+
 def joint_space_sample(m, q, qd):
     """The reduced joint-space model at one carriage state on Python floats (the control loop's
     momentum observer, :mod:`delta_dynamics.monitoring.observer`): ``q``, ``qd`` three finite
@@ -231,15 +244,9 @@ def joint_space_sample(m, q, qd):
     >>> bool(np.allclose(h, inverse_dynamics(m, X, Xd, [0, 0, 0], friction=False)))
     True
     """
-    x, y, z = forward_kinematics_one(m, q)
+    (x, y, z), Xd, n, ch = _sample_state(m, q, qd)
     xp = ScalarMath
-    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
-    ch = chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo)
-    n = rod_inverse(m, ch, x, y, z, xp)
     w = tuple((c[3] * a, c[3] * b, c[3] * e) for c, (a, b, e) in zip(ch, n))      # columns of J^-1
-    r = [ch[i][3] * v for i, v in enumerate(qd)]
-    Xd = tuple(n[0][k] * r[0] + n[1][k] * r[1] + n[2][k] * r[2] for k in range(3))
-    ch = chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
     v1, v2, v3 = (-c[5] for c in ch)                             # q_ddot = 0: J_x X_ddot = -v
     Xdd = [n[0][k] * v1 + n[1][k] * v2 + n[2][k] * v3 for k in range(3)]
     h, _, _ = carriage_forces(m, ch, n, Xdd[0], Xdd[1], Xdd[2], None, False, xp)
@@ -263,17 +270,10 @@ def inverse_dynamics_sample(m, q, qd, qdd):
     ...                  rtol=1e-12, atol=1e-12))
     True
     """
-    x, y, z = forward_kinematics_one(m, q)
-    xp = ScalarMath
-    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
-    ch = chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo)
-    n = rod_inverse(m, ch, x, y, z, xp)
-    r = [c[3] * v for c, v in zip(ch, qd)]
-    Xd = [n[0][k] * r[0] + n[1][k] * r[1] + n[2][k] * r[2] for k in range(3)]
-    ch = chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
+    _, _, n, ch = _sample_state(m, q, qd)
     r = [c[3] * a - c[5] for c, a in zip(ch, qdd)]              # J_x X_ddot = J_q q_ddot - v (eq. 5)
     Xdd = [n[0][k] * r[0] + n[1][k] * r[1] + n[2][k] * r[2] for k in range(3)]
-    Q, _, _ = carriage_forces(m, ch, n, Xdd[0], Xdd[1], Xdd[2], None, True, xp)
+    Q, _, _ = carriage_forces(m, ch, n, Xdd[0], Xdd[1], Xdd[2], None, True, ScalarMath)
     return tuple(Q)
 
 

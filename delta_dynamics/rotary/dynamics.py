@@ -209,6 +209,18 @@ def cartesian_state(m, q, qd, qdd=None):
     return X, join3(*Xd, single), join3(*Xdd, single)
 
 
+def _sample_state(m, q, qd):
+    """One joint state on floats: X = FK(q), X_dot = J^-1 q_dot (eq. 9), the columns of J^-1
+    and the chain data at (X, X_dot), each chain's geometry computed once."""
+    x, y, z = forward_kinematics_one(m, q)
+    xp = ScalarMath
+    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
+    w = inverse_jacobian(chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo), xp)
+    q1, q2, q3 = qd
+    Xd = tuple(w[0][k] * q1 + w[1][k] * q2 + w[2][k] * q3 for k in range(3))
+    return (x, y, z), Xd, w, chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
+
+
 def joint_space_sample(m, q, qd):
     """The reduced joint-space model at one joint state on Python floats (the control loop's
     momentum observer, :mod:`delta_dynamics.monitoring.observer`): ``q``, ``qd`` three finite
@@ -226,14 +238,8 @@ def joint_space_sample(m, q, qd):
     >>> bool(np.allclose(h, inverse_dynamics(m, X, Xd, [0, 0, 0], friction=False)))
     True
     """
-    x, y, z = forward_kinematics_one(m, q)
+    (x, y, z), Xd, w, ch = _sample_state(m, q, qd)
     xp = ScalarMath
-    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
-    ch = chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo)
-    w = inverse_jacobian(ch, xp)
-    q1, q2, q3 = qd
-    Xd = tuple(w[0][k] * q1 + w[1][k] * q2 + w[2][k] * q3 for k in range(3))
-    ch = chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
     v1, v2, v3 = (-c[11] for c in ch)                            # q_ddot = 0: J X_ddot = -J_dot X_dot
     Xdd = [w[0][k] * v1 + w[1][k] * v2 + w[2][k] * v3 for k in range(3)]
     h, _ = joint_torques(m, ch, w, Xdd[0], Xdd[1], Xdd[2], None, False, xp)
@@ -257,16 +263,10 @@ def inverse_dynamics_sample(m, q, qd, qdd):
     ...                  rtol=1e-12, atol=1e-12))
     True
     """
-    x, y, z = forward_kinematics_one(m, q)
-    xp = ScalarMath
-    geo = [chain_geometry(m, i, x, y, z, xp) for i in range(3)]
-    w = inverse_jacobian(chains(m, x, y, z, 0.0, 0.0, 0.0, xp, geo), xp)
-    q1, q2, q3 = qd
-    Xd = [w[0][k] * q1 + w[1][k] * q2 + w[2][k] * q3 for k in range(3)]
-    ch = chains(m, x, y, z, Xd[0], Xd[1], Xd[2], xp, geo)
+    _, _, w, ch = _sample_state(m, q, qd)
     r1, r2, r3 = (a - c[11] for a, c in zip(qdd, ch))             # J X_ddot = q_ddot - J_dot X_dot
     Xdd = [w[0][k] * r1 + w[1][k] * r2 + w[2][k] * r3 for k in range(3)]
-    tau, _ = joint_torques(m, ch, w, Xdd[0], Xdd[1], Xdd[2], None, True, xp)
+    tau, _ = joint_torques(m, ch, w, Xdd[0], Xdd[1], Xdd[2], None, True, ScalarMath)
     return tuple(tau)
 
 
