@@ -95,21 +95,30 @@ def _tool_offset(robot):
     return float(getattr(load_robot(robot).geometry, "tool_offset", 0.0))
 
 
-def _track(kind, ctl_robot, true_robot, waypoints):
-    """Tool-point error (m) of the true robot along a pick-and-place through the tool points
-    ``waypoints``, planned with the controller's robot file: max over the last 0.2 s at each
-    waypoint (at rest), measured on the true robot (its platform position less its tool offset)."""
+def _loop_at(ctl_robot, true_robot, tool_point):
+    """The control loop (1 kHz, the controller's robot file, model feedforward) on the simulated
+    drives of the true robot, started with the true robot's tool at ``tool_point`` and run 50
+    cycles: ``(m, t_ctl, t_true, drives, loop, t, dt)`` (the controller's model, both tool
+    offsets, the time reached and the period)."""
     m = model_for(ctl_robot)
     t_ctl, t_true = _tool_offset(ctl_robot), _tool_offset(true_robot)
     drives = SimulatedDriveSet(ctl_robot, true_robot=true_robot, torque_noise=0.0, seed=1)
     dt = 1e-3
     loop = ControlLoop(m, drives, LoopConfig(rate=1 / dt, feedforward="model"))
-    drives.set_joint_positions(A.inverse_kinematics(model_for(true_robot), waypoints[0] + [0, 0, t_true]))
+    drives.set_joint_positions(A.inverse_kinematics(model_for(true_robot), tool_point + [0, 0, t_true]))
     loop.activate()
     t = 0.0
     for _ in range(50):
         loop.cycle(t)
         t += dt
+    return m, t_ctl, t_true, drives, loop, t, dt
+
+
+def _track(kind, ctl_robot, true_robot, waypoints):
+    """Tool-point error (m) of the true robot along a pick-and-place through the tool points
+    ``waypoints``, planned with the controller's robot file: max over the last 0.2 s at each
+    waypoint (at rest), measured on the true robot (its platform position less its tool offset)."""
+    m, t_ctl, t_true, drives, loop, t, dt = _loop_at(ctl_robot, true_robot, waypoints[0])
     errors = []
     for W in waypoints[1:]:
         q = A.inverse_kinematics(m, W + [0, 0, t_ctl])
@@ -193,22 +202,12 @@ def _track_cycle(ctl_robot, true_robot, path_robot):
     cycles (``delta-bringup --demo``'s path and timing for ``path_robot``, knots every 10 ms as the
     demo sends them), planned with the controller's robot file, measured every control cycle
     against the planned tool path."""
-    m = model_for(ctl_robot)
-    t_ctl, t_true = _tool_offset(ctl_robot), _tool_offset(true_robot)
     start, width, height = pick_place_path(model_for(path_robot))
     tr = pick_place(start=tuple(start), width=width, height=height, lift_time=0.12, move_time=0.3, overlap=0.6,
                     dwell=0.05, cycles=2, dt=1e-3)
     tool = tr.X - [0, 0, _tool_offset(path_robot)]                    # the tool path every controller follows
+    m, t_ctl, t_true, drives, loop, t, dt = _loop_at(ctl_robot, true_robot, tool[0])
     q, qd, qdd = A.joint_state(m, tool + [0, 0, t_ctl], tr.Xd, tr.Xdd)
-    drives = SimulatedDriveSet(ctl_robot, true_robot=true_robot, torque_noise=0.0, seed=1)
-    dt = 1e-3
-    loop = ControlLoop(m, drives, LoopConfig(rate=1 / dt, feedforward="model"))
-    drives.set_joint_positions(A.inverse_kinematics(model_for(true_robot), tool[0] + [0, 0, t_true]))
-    loop.activate()
-    t = 0.0
-    for _ in range(50):
-        loop.cycle(t)
-        t += dt
     loop.submit_plan(build_plan(m, t, loop.current_setpoint(), t, [0.4], [q[0]]))   # home, then settle
     for _ in range(900):
         loop.cycle(t)
