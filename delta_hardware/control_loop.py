@@ -23,7 +23,10 @@ where it is), or from a hold. Safety: a measured position beyond its limits by m
 axis; so do a drive fault and a loop that stalled longer than ``max_stall``. Every stop
 latches: it holds until a reset *requested after it* (requests carry the time they were
 received, ``requested_ns``: a reset, plan or command received before the stop is void, even
-when it arrives after it). Each cycle first lets the drives pass the time since the previous
+when it arrives after it). With ``monitoring`` and collision thresholds, a collision is such a stop
+(``collision_reaction`` ``stop``), or (``retract``) the stop latched at once while the loop first
+moves the robot back along the path it just travelled (:mod:`delta_hardware.retract`), then
+quick-stops the drives. Each cycle first lets the drives pass the time since the previous
 one with the targets of the previous one (a late cycle leaves the last torque applied for
 longer, as on a real robot), then reads fresh feedback and computes.
 """
