@@ -557,7 +557,7 @@ class ControlLoop:
         try:
             motion = plan_retract(self.model, self.path, q, now, self.cfg.retract_distance, lo, hi, self.v_max,
                                   self.model.robot.limits.acceleration)
-            why = "" if motion is not None else "no path to retract along (the robot was holding)"
+            why = "" if motion is not None else "no path to retract along (the robot was at rest)"
         except Exception as e:  # noqa: BLE001 - whatever the planning does, a collision stops the robot
             motion, why = None, f"the retract could not be planned ({type(e).__name__}: {e})"
         if motion is None:

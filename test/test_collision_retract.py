@@ -169,7 +169,7 @@ def test_a_collision_while_holding_just_stops():
     rig.run(0.1)                                          # holding
     rig.drives.set_external_force([0.0, 0.0, -60.0])
     rig.run(until=lambda e: e.startswith("collision on"))
-    assert rig.events[-1].endswith("; no path to retract along (the robot was holding): stopped"), rig.events[-1]
+    assert rig.events[-1].endswith("; no path to retract along (the robot was at rest): stopped"), rig.events[-1]
     assert rig.drives.state is DriveState.QUICK_STOP and not rig.loop.retracting
 
 
