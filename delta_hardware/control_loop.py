@@ -23,7 +23,10 @@ where it is), or from a hold. Safety: a measured position beyond its limits by m
 axis; so do a drive fault and a loop that stalled longer than ``max_stall``. Every stop
 latches: it holds until a reset *requested after it* (requests carry the time they were
 received, ``requested_ns``: a reset, plan or command received before the stop is void, even
-when it arrives after it). Each cycle first lets the drives pass the time since the previous
+when it arrives after it). With ``monitoring`` and collision thresholds, a collision is such a stop
+(``collision_reaction`` ``stop``), or (``retract``) the stop latched at once while the loop first
+moves the robot back along the path it just travelled (:mod:`delta_hardware.retract`), then
+quick-stops the drives. Each cycle first lets the drives pass the time since the previous
 one with the targets of the previous one (a late cycle leaves the last torque applied for
 longer, as on a real robot), then reads fresh feedback and computes.
 """
@@ -39,6 +42,7 @@ from delta_dynamics.algorithms import inverse_dynamics_sample, joint_units
 from delta_hardware.drives.interface import DriveError, DriveState, Mode
 from delta_hardware.loop_config import LoopConfig, gain_limits  # noqa: F401 - re-exported
 from delta_hardware.loop_monitor import LoopMonitor, collision_text
+from delta_hardware.retract import SETTLE, PathRing, check_distance, check_reaction, plan_retract
 from delta_hardware.stream_follower import StreamFollower
 from delta_hardware.joint_plan import JointPlan, Setpoint
 
@@ -200,6 +204,10 @@ class ControlLoop:
         self.monitor = LoopMonitor(self.ff_model, self.cfg.observer_gain, self.cfg.collision_threshold)
         self.monitoring = self.cfg.monitoring     # read by the loop thread each cycle; set by reconfigure
         self._monitored = False                   # the loop thread's view: the monitor holds a run
+        # the collision reaction retract (delta_hardware.retract): the recent commanded path, and the
+        # motion back along it while it runs (the stop is latched meanwhile; the drives stay enabled)
+        self.path = PathRing()
+        self._retract = None                      # (Retract, the collision's sentence) while retracting
 
     # ------------------------------------------------------------------ commands (any thread)
     def activate(self, _stops: int | None = None) -> None:
@@ -220,6 +228,8 @@ class ControlLoop:
             self._hold = Setpoint.hold(fb.position)
             self._last_sp = self._hold
             self._estop = ""
+            self._retract = None
+            self.path.clear()
             self._last_time = None
             self._was_controlling = False
             self._held = False
@@ -276,7 +286,7 @@ class ControlLoop:
     def deactivate(self) -> None:
         """Drop the plan and the stream and disable the drives."""
         with self._lock:
-            self._plan, self._stream = None, None
+            self._plan, self._stream, self._retract = None, None, None
         self.drives.disable()
 
     def current_setpoint(self) -> Setpoint:
@@ -317,15 +327,21 @@ class ControlLoop:
             self._watchdog_fired = False
 
     def reconfigure(self, feedforward=None, model=None, kp=None, kd=None, function=None,
-                    observer_gain=None, collision_threshold=None, monitoring=None) -> None:
+                    observer_gain=None, collision_threshold=None, monitoring=None, collision_reaction=None,
+                    retract_distance=None) -> None:
         """Change the control law while running: feedforward source, the model used for the
         in-process feedforward (e.g. identified parameters; the observer's too), the gains, or a function
         ``f(setpoint) -> tau`` that replaces the in-process model (e.g. the dynamics node's
         own model when the nodes are composed in one process); the observer gain (1/s) and the
         collision thresholds (:class:`~delta_hardware.loop_monitor.LoopMonitor`); ``monitoring``
         (bool) runs the monitor each cycle or not at all (turned on, the observer starts from the
-        state at the next controlling cycle; off, its outputs are NaN)."""
+        state at the next controlling cycle; off, its outputs are NaN); the collision reaction
+        (``stop`` or ``retract``) and the retract's distance (m), for the next collision."""
         with self._lock:
+            if collision_reaction is not None:
+                self.cfg.collision_reaction = check_reaction(collision_reaction)
+            if retract_distance is not None:
+                self.cfg.retract_distance = check_distance(retract_distance)
             if monitoring is not None:
                 self.monitoring = bool(monitoring)
             if model is not None or observer_gain is not None or collision_threshold is not None:
@@ -378,7 +394,7 @@ class ControlLoop:
             self._estop = reason
             self._stop_ns = max(self._stop_ns, time.time_ns() if at_ns is None else int(at_ns))
             self._stops += 1
-            self._plan, self._stream = None, None
+            self._plan, self._stream, self._retract = None, None, None     # a stop ends a retract at once
 
     def reset(self, requested_ns: int | None = None) -> None:
         """Clear a stop or fault; the robot then holds where it is (a joint outside its limits
@@ -388,6 +404,9 @@ class ControlLoop:
             if requested_ns is not None and requested_ns < self._stop_ns:
                 raise DriveError(f"void: it was requested before the stop ({self._estop or 'since cleared'}); "
                                  f"request a reset again")
+            if self._retract is not None:
+                raise DriveError("the robot is retracting after a collision: reset when it has stopped "
+                                 "(an emergency stop ends the retract at once)")
             stops = self._stops
         self.drives.reset()
         self.activate(_stops=stops)
@@ -441,7 +460,8 @@ class ControlLoop:
         if self._monitored and not self.monitoring:           # turned off: NaN from this cycle on
             self.monitor.off()
             self._monitored = False
-        if not self._estop and fb.state is DriveState.ENABLED:
+        retract = self._retract                                # (Retract, sentence) while retracting
+        if (not self._estop or retract is not None) and fb.state is DriveState.ENABLED:
             if self._recovery is not None:
                 back = self._update_recovery(q, self._last_sp.q if self._last_sp is not None else q)
                 if back:
@@ -457,10 +477,12 @@ class ControlLoop:
                 self.emergency_stop(bad)
             elif self.monitoring:
                 hit = self._observe(now, q, qd, fb.torque, step if advanced is None else advanced)
-                if hit:
-                    events.append(hit)                    # "collision on ...": an error event
-                    self.emergency_stop(hit)
-        if self._estop or fb.state is not DriveState.ENABLED:
+                if hit and retract is None:               # during a retract the contact that tripped it still pushes
+                    self._react(hit, now, q, events)      # "collision on ...": an error event
+            if retract is not None and retract[0].done(now):
+                self._finish_retract(retract, events)
+        retract = self._retract
+        if (self._estop and retract is None) or fb.state is not DriveState.ENABLED:
             self._was_controlling = False
             if self._monitored:
                 self.monitor.restart()
@@ -469,15 +491,27 @@ class ControlLoop:
         if self._was_controlling and dt > 10 * self.period:
             self.late.add(now, dt)
         with self._lock:
+            retract = self._retract
+            motion = retract[0] if retract is not None else None
             if (held or self._held) and self._plan is not None:
                 self._plan.delay(moved - (advanced or 0.0))     # the plan's time runs with the drives'
+            if (held or self._held) and motion is not None:
+                motion.delay(moved - (advanced or 0.0))
             self._held = held
             if held and self._last_sp is not None:
                 sp, extra = self._last_sp, (self._stream[2] if self._stream is not None else np.zeros(3))
+            elif motion is not None:
+                sp, extra = motion.sample(now), np.zeros(3)
             else:
                 sp, extra = self._setpoint(now, q, events)
-            preview = self._plan.sample(now + self.period) if self._plan is not None else sp
+            preview = (self._plan.sample(now + self.period) if self._plan is not None else
+                       motion.sample(now + self.period) if motion is not None else sp)
             self._last_sp = sp
+            if self.cfg.collision_reaction == "retract" and motion is None:    # the path a retract goes back along
+                if self._plan is not None or self._stream is not None:
+                    self.path.add(sp.q)
+                else:
+                    self.path.clear()                     # holding: a collision now has no path to retract along
         ff = self._feedforward(now, sp, events) + extra
         self._preview_time = now + self.period
         tau = self.kp * (sp.q - q) + self.kd * (sp.qd - qd) + ff
@@ -508,6 +542,59 @@ class ControlLoop:
             events.append(late)
         return CycleOutput(now, fb.position, fb.velocity, fb.torque, sp, preview,
                            tuple(clipped.tolist()), tuple(ff.tolist()), events)
+
+    def _react(self, hit: str, now: float, q, events) -> None:
+        """The collision reaction to ``hit`` (the collision's sentence) at ``now`` with the robot measured at
+        ``q``: ``stop``, the latched quick stop; ``retract``, the stop latched at once (requests sent
+        before it are void, plans and commands refused) while the drives stay enabled to follow the
+        motion back along the recorded path (:mod:`delta_hardware.retract`), then the quick stop
+        (:meth:`_finish_retract`). No path (the robot was holding) or a retract that cannot be planned:
+        the quick stop at once, the reason saying so."""
+        if self.cfg.collision_reaction != "retract":
+            events.append(hit)
+            self.emergency_stop(hit)
+            return
+        lo, hi, _ = self.limits()
+        try:
+            motion = plan_retract(self.model, self.path, q, now, self.cfg.retract_distance, lo, hi, self.v_max,
+                                  self.model.robot.limits.acceleration)
+            why = "" if motion is not None else "no path to retract along (the robot was at rest)"
+        except Exception as e:  # noqa: BLE001 - whatever the planning does, a collision stops the robot
+            motion, why = None, f"the retract could not be planned ({type(e).__name__}: {e})"
+        if motion is None:
+            reason = f"{hit}; {why}: stopped"
+            events.append(reason)
+            self.emergency_stop(reason)
+            return
+        reason = (f"{hit}; retracting {motion.along * 1e3:.1f} mm back along the path "
+                  f"({motion.duration + SETTLE:.2f} s), then stopping")
+        with self._lock:
+            if self._estop:                          # a stop came meanwhile: it wins
+                return
+            self._estop = reason
+            self._stop_ns = max(self._stop_ns, time.time_ns())
+            self._stops += 1
+            self._plan, self._stream = None, None
+            self._retract = (motion, hit)
+        events.append(reason)
+
+    def _finish_retract(self, retract, events) -> None:
+        """The retract ``retract`` (Retract, the collision's sentence) has ended: the latched quick
+        stop, the reason naming the collision and the distance gone back (unless a stop ended it first)."""
+        motion, hit = retract
+        reason = f"{hit}; retracted {motion.along * 1e3:.1f} mm back along the path, then stopped"
+        with self._lock:
+            if self._retract is not retract:         # an emergency stop ended it first
+                return
+            self._retract = None
+            self._estop = reason
+        events.append(reason)
+        self.drives.quick_stop(reason)
+
+    @property
+    def retracting(self) -> bool:
+        """Whether the loop is moving the robot back after a collision (the stop is latched meanwhile)."""
+        return self._retract is not None
 
     def _observe(self, now, q, qd, tau, interval) -> str:
         """The monitor's cycle (:class:`~delta_hardware.loop_monitor.LoopMonitor`): the residual and platform

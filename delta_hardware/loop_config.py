@@ -18,6 +18,7 @@ from delta_dynamics.kinds import same_kind_model
 from delta_dynamics.monitoring.observer import GAIN_DEFAULT, check_gain
 from delta_hardware.loop_monitor import NEEDS_MONITORING, check_thresholds
 from delta_hardware.loop_thread import RealtimeSettings
+from delta_hardware.retract import DISTANCE_DEFAULT, check_distance, check_reaction
 from delta_hardware.joint_plan import TrajectoryRejected
 
 FEEDFORWARD = ("topic", "model", "none")
@@ -40,12 +41,16 @@ class LoopConfig:
     monitoring: bool = False                  # run the momentum observer, detection, payload (loop_monitor) each cycle
     observer_gain: float = GAIN_DEFAULT       # 1/s of the momentum observer (loop_monitor)
     collision_threshold: tuple = (0.0, 0.0, 0.0)    # N m (N) per joint; all 0: no collision detection
+    collision_reaction: str = "stop"          # stop (latched quick stop) | retract (back along the path, then stop)
+    retract_distance: float = DISTANCE_DEFAULT     # m of platform path a retract goes back (delta_hardware.retract)
 
     def __post_init__(self):
         self.rate = check_control_rate(self.rate)
         self.observer_gain = check_gain(self.observer_gain)
         self.collision_threshold = check_thresholds(self.collision_threshold)
         self.monitoring = check_monitoring(self.monitoring, self.collision_threshold)
+        self.collision_reaction = check_reaction(self.collision_reaction)
+        self.retract_distance = check_distance(self.retract_distance)
         for name in ("kp", "kd"):
             v = tuple(float(x) for x in getattr(self, name))
             if len(v) != 3 or not all(math.isfinite(x) and x >= 0 for x in v):
@@ -176,6 +181,10 @@ class LoopRules:
             return {"observer_gain": check_gain(value)}
         if name == "collision_threshold":
             return {"collision_threshold": check_thresholds(value)}
+        if name == "collision_reaction":
+            return {"collision_reaction": check_reaction(value)}
+        if name == "retract_distance":
+            return {"retract_distance": check_distance(value)}
         raise ValueError(f"{name} can only change while unconfigured (deactivate, cleanup, set, configure)")
 
 

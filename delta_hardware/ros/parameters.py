@@ -24,6 +24,7 @@ from delta_hardware.drives import BUSES, bus_parameters
 from delta_hardware.loop_config import LoopConfig, LoopSpec
 from delta_hardware.loop_monitor import CPU_PER_CYCLE, NEEDS_MONITORING, THRESHOLD_RULE, thresholds_valid
 from delta_hardware.loop_thread import RealtimeSettings
+from delta_hardware.retract import DISTANCE_DEFAULT, DISTANCE_MAX, DISTANCE_MIN, REACTIONS
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,11 @@ PARAMETERS = {
                                          f"{GAIN_MIN:g}-{GAIN_MAX:g}; docs/monitoring.md)", runtime=True),
     "collision_threshold": Param([0.0, 0.0, 0.0], "N m (N on a linear robot) per joint: a residual above it is a "
                                                   "collision (latched stop); all 0: detection off", runtime=True),
-    "collision_reaction": Param("stop", "what a collision does: stop (the latched quick stop; the only reaction "
-                                        "so far)", runtime=True),
+    "collision_reaction": Param("stop", "what a collision does: stop (the latched quick stop) | retract (back along "
+                                        "the path just travelled by retract_distance, slowly, then the same latched "
+                                        "stop; docs/monitoring.md)", runtime=True),
+    "retract_distance": Param(DISTANCE_DEFAULT, f"m of platform path the retract reaction goes back "
+                                                f"({DISTANCE_MIN:g}-{DISTANCE_MAX:g})", runtime=True),
     "payload_change_threshold": Param(EVENT_THRESHOLD, "kg: a payload estimate that changed by more than this (and by more "
                                              "than 3 standard deviations) since the last motion's end raises the "
                                              "event payload picked (up) or payload lost (down)", runtime=True),
@@ -110,7 +114,7 @@ FEEDFORWARD = ("topic", "model", "none")
 TIMINGS = ("follow", "time_optimal")
 #: run-time parameters the node itself reads (no loop change)
 NODE_SIDE = ("motion_limit_scale", "trajectory_timing", "payload_change_threshold")
-COLLISION_REACTIONS = ("stop",)
+COLLISION_REACTIONS = REACTIONS
 #: s a robot file may take to be read before it is refused (a FIFO, a hung network file system)
 LOAD_TIMEOUT = 5.0
 
@@ -168,7 +172,8 @@ def _rules(p: dict):
     yield "monitoring", isinstance(p["monitoring"], bool), "must be true or false"
     yield "collision_threshold", p["monitoring"] is True or not any(t), f"is > 0 while monitoring is false: {NEEDS_MONITORING}"
     yield "collision_reaction", p["collision_reaction"] in COLLISION_REACTIONS, \
-        "must be stop (the latched quick stop; retract, moving back along the path, is not implemented)"
+        f"must be one of {', '.join(COLLISION_REACTIONS)}"
+    yield number("retract_distance", DISTANCE_MIN, DISTANCE_MAX)
     yield number("payload_change_threshold", 0.0, PAYLOAD_MAX, lo_open=True)
     yield number("plant_payload_mass", 0.0, PAYLOAD_MAX)
     for name, b in BUS_PARAMETERS.items():
@@ -229,7 +234,9 @@ def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feed
     cfg = LoopConfig(rate=float(p["control_rate"]), kp=tuple(p["kp"]), kd=tuple(p["kd"]),
                      command_timeout=float(p["command_timeout"]), feedforward=p["feedforward"],
                      feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic,
-                     monitoring=p["monitoring"], observer_gain=float(p["observer_gain"]), collision_threshold=tuple(p["collision_threshold"]))
+                     monitoring=p["monitoring"], observer_gain=float(p["observer_gain"]),
+                     collision_threshold=tuple(p["collision_threshold"]), collision_reaction=p["collision_reaction"],
+                     retract_distance=float(p["retract_distance"]))
     rt = RealtimeSettings(thread_priority=int(p["thread_priority"]), cpu_affinity=int(p["cpu_affinity"]),
                           lock_memory=bool(p["lock_memory"]))
     return LoopSpec(robot=robot, backend=p["hardware"], params=dict(p), config=cfg,

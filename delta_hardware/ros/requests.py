@@ -58,8 +58,6 @@ class Requests:
                 elif p.name == "plant_payload_mass":       # the simulated robot's, not the model's
                     node.loop.ask("plant", payload=float(p.value))
                     node.event(f"plant payload: the simulated robot now carries {float(p.value):g} kg")
-                elif p.name == "collision_reaction":       # checked by the rules: stop, the only one
-                    continue
                 elif p.name == "feedforward_robot":        # read off the executor, bounded in time
                     robot = load_bounded(p.value or node.get_parameter("robot").value)
                     changes.update(node.rules.runtime_change(p.name, p.value, robot))
