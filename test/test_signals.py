@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ros_helpers import SIM_TIME, NodeProcess, children
+from ros_helpers import SIM_TIME, NodeProcess, children, patient
 
 pytestmark = pytest.mark.ros
 
@@ -90,56 +90,49 @@ def test_the_hardware_node_exits_cleanly(sig):
         node.close()
 
 
-def test_a_signal_during_a_finalizer_raises_nothing_there():
-    """A signal that lands in a ``__del__`` (rclpy's Future.__del__ under the collector) must not
-    raise there: Python would print "Exception ignored ... KeyboardInterrupt" with a traceback and
-    drop it. Elsewhere the first signal raises KeyboardInterrupt, a second one nothing."""
-    import sys
+#: A node process with nothing to do: no timer, no message, so its executor waits in ``rcl_wait``
+#: until something wakes it. argv[1]: when it signals itself ("during start-up": twice, in the
+#: middle of building the node; "never": the test sends the signal).
+_IDLE_NODE = """
+import os, signal, sys
+import rclpy.signals
+from rclpy.node import Node
+from delta_core.ros.node_util import run
 
-    from delta_core.ros.node_util import StopOnce
-    handler = StopOnce()
-    raised = []
+def idle():
+    node = Node("delta_idle_sig")
+    print("rclpy signal handlers:", rclpy.signals.get_current_signal_handlers_options().name, flush=True)
+    if sys.argv[1] == "during start-up":
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+    print("up", flush=True)
+    return node
 
-    class Finalised:
-        def __del__(self):
-            try:
-                handler(signal.SIGTERM, sys._getframe())
-            except KeyboardInterrupt:
-                raised.append("in __del__")
-
-    Finalised()     # collected at once: __del__ runs here
-    assert raised == [] and not handler.stopping
-    with pytest.raises(KeyboardInterrupt):
-        handler(signal.SIGTERM, sys._getframe())
-    handler(signal.SIGINT, sys._getframe())      # the second signal: ignored
-    assert handler.stopping
+sys.exit(run(idle, "delta_idle_sig"))
+"""
 
 
-def test_a_signal_while_rclpy_builds_a_task_leaves_it_whole(monkeypatch):
-    """A signal that lands while the executor constructs a Task must not raise there: the
-    half-built Task's ``__del__`` printed "'Task' object has no attribute '_exception'" with a
-    traceback at a loaded stop. The whole Task is built, and no exception is printed."""
-    import sys
-
-    from rclpy.task import Future, Task
-
-    from delta_core.ros.node_util import StopOnce
-    handler = StopOnce()
-    raised = []
-    set_executor = Future._set_executor
-
-    def interrupted(self, executor):              # called from Future.__init__, in rclpy/task.py
-        try:
-            handler(signal.SIGINT, sys._getframe())
-        except KeyboardInterrupt:
-            raised.append("in Task.__init__")
-            raise AssertionError("the signal raised KeyboardInterrupt inside rclpy's Task.__init__") from None
-        set_executor(self, executor)
-
-    monkeypatch.setattr(Future, "_set_executor", interrupted)
-    task = Task(lambda: None)
-    assert raised == [] and not handler.stopping
-    assert task._exception is None and not task.done()
-    monkeypatch.setattr(Future, "_set_executor", set_executor)
-    with pytest.raises(KeyboardInterrupt):       # elsewhere the signal still ends the spin
-        handler(signal.SIGINT, sys._getframe())
+@pytest.mark.parametrize("sig, when", [(signal.SIGINT, "while waiting"), (signal.SIGTERM, "while waiting"),
+                                       (None, "during start-up")])
+def test_a_node_stops_on_a_signal_with_rclpy_handlers_off(sig, when):
+    """The shared ``run`` handles SIGINT/SIGTERM itself: rclpy's handlers, which shut the context
+    down from a thread of rclpy's while the main thread destroys the node (a segfault, exit -11, at
+    a loaded stop), are not installed. A signal wakes an executor waiting in ``rcl_wait`` with
+    nothing else to do; one during the node's start-up (and a second one) stops it once built.
+    Exit 0, nothing printed but the node's own lines."""
+    proc = subprocess.Popen([sys.executable, "-c", _IDLE_NODE, "never" if when == "while waiting" else when],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout.readline() == "rclpy signal handlers: NO\n"
+        assert proc.stdout.readline() == "up\n"
+        if when == "while waiting":
+            time.sleep(0.5)                               # into rcl_wait (a shorter wait only tests less)
+            proc.send_signal(sig)
+        rc = proc.wait(patient(20))
+        rest = proc.stdout.read()
+        assert rc == 0, rest
+        assert rest == "", rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)

@@ -16,12 +16,14 @@ import gc
 import os
 import signal
 import sys
+import threading
 import time
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 
 from delta_core.ros.names import (add_prefix, check_namespace, check_prefix, clock_remap,  # noqa: F401
                                   strip_prefix)
@@ -86,55 +88,76 @@ class DropLog:
         self._logger.warning(text + more)
 
 
-_RCLPY_DIR = os.sep + "rclpy" + os.sep
+class StopRequest:
+    """SIGINT/SIGTERM handling of a node process that spins in its main thread (:func:`run`).
 
+    rclpy's own handlers are not installed (``SignalHandlerOptions.NO``): on a signal they shut
+    the context down and trigger every executor's guard condition from a C++ thread of rclpy's,
+    without the GIL or a lock, while the main thread, woken by the same signal, destroys the
+    executor, the node and the context: a use-after-free, seen as a segmentation fault (exit
+    -11) of the state node on SIGINT in a loaded ``make test``. Here a signal only records
+    itself and wakes the spin; the main thread then tears everything down, alone and in order.
 
-def _no_raise_here(frame) -> bool:
-    """Whether ``frame`` (where a signal interrupted the main thread) is inside a ``__del__``
-    (Python would only print the exception as "ignored") or inside the constructor of an rclpy
-    object (a Task half-built by the executor: its ``__del__`` later fails with "'Task' object
-    has no attribute '_exception'", printed as an ignored exception with a traceback)."""
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == "__del__" or (code.co_name == "__init__" and _RCLPY_DIR in code.co_filename):
-            return True
-        frame = frame.f_back
-    return False
-
-
-class StopOnce:
-    """Python-level SIGINT/SIGTERM handler, called by rclpy's handler after it has started the
-    shutdown: the first signal raises KeyboardInterrupt in the main thread (as Python's default
-    SIGINT handler does, so the spin ends even if the executor is asleep), later ones are ignored so
-    that a second Ctrl-C (``ros2 launch`` and the terminal both send one) cannot interrupt the
-    cleanup. While ``deferred`` (the node is being built: an exception in the middle of its
-    constructor would leave a half-built node nobody destroys), it only remembers the signal;
-    :meth:`release` raises it once the node exists.
-
-    A signal that arrives while a finalizer runs (``__del__``, e.g. rclpy's ``Future.__del__``
-    called by the garbage collector) or while rclpy builds an object (the executor making a
-    Task) raises nothing: Python would only print the exception as "ignored", or leave a
-    half-built object whose finalizer fails, and the spin would not see it. rclpy's own handler
-    has already shut the context down, which wakes the executor and ends the spin just the same."""
+    The Python-level handler (this object, called in the main thread) only sets
+    :attr:`signalled`: it raises nothing, so no callback, finalizer or rclpy constructor is cut
+    in the middle. Python runs it only between bytecodes, not while the main thread waits in
+    ``rcl_wait``: the C-level handler also writes the signal number to a pipe
+    (:func:`signal.set_wakeup_fd`), and a watcher thread blocked on that pipe triggers the guard
+    condition given to :meth:`attach`, which wakes the executor. Later signals (a second
+    Ctrl-C) change nothing.
+    """
 
     def __init__(self):
-        self.stopping = False
-        self.deferred = False
-        self.pending = False
+        self.signalled = False
+        self._lock = threading.Lock()
+        self._guard = None
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        self._previous_fd = -1
+        self._watcher = threading.Thread(target=self._watch, name="signal-watch", daemon=True)
 
     def __call__(self, signum, frame):
-        if self.deferred:
-            self.pending = True
-        elif not self.stopping and not _no_raise_here(frame):
-            self.stopping = True
-            raise KeyboardInterrupt
+        self.signalled = True
 
-    def release(self):
-        """Stop deferring; raise KeyboardInterrupt if a signal came meanwhile."""
-        self.deferred = False
-        if self.pending and not self.stopping:
-            self.stopping = True
-            raise KeyboardInterrupt
+    def install(self) -> None:
+        """Handle SIGINT and SIGTERM (call from the main thread, before ``rclpy.init``)."""
+        signal.signal(signal.SIGINT, self)
+        signal.signal(signal.SIGTERM, self)
+        self._previous_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        if os.read(self._read, 1) == b"\0":     # written by close(): no signal came
+            return
+        with self._lock:
+            self.signalled = True
+            if self._guard is not None:
+                self._guard.trigger()
+
+    def attach(self, guard) -> bool:
+        """Trigger ``guard`` (a guard condition of the spun node) on the first signal; whether
+        one came already (then do not spin)."""
+        with self._lock:
+            self._guard = guard
+            return self.signalled
+
+    def detach(self) -> None:
+        """Trigger nothing any more; returns once no trigger is in progress."""
+        with self._lock:
+            self._guard = None
+
+    def close(self) -> None:
+        """Stop the watcher, restore the previous wakeup fd (SIGINT and SIGTERM stay handled)."""
+        self.detach()
+        if self._watcher.is_alive():
+            try:
+                os.write(self._write, b"\0")
+            except BlockingIOError:             # the pipe is full of signal numbers: the watcher has ended
+                pass
+            self._watcher.join(5.0)
+        signal.set_wakeup_fd(self._previous_fd)
+        os.close(self._read)
+        os.close(self._write)
 
 
 def stop_with_parent() -> None:
@@ -179,46 +202,43 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
     cannot start (e.g. a bad ``robot`` parameter; the reason is logged), 2 on bad ROS
     arguments (an unreadable ``--params-file``: one line on stderr). ``multithreaded``
     spins a MultiThreadedExecutor (for nodes whose callbacks wait on service calls);
-    ``executor_factory``, a function returning one, any other executor."""
-    handler = StopOnce()
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
+    ``executor_factory``, a function returning one, any other executor.
+
+    Signals are handled by :class:`StopRequest`, not by rclpy: a signal during the node's
+    start-up is acted on once the node exists (an exception in the middle of its constructor
+    would leave a half-built node nobody destroys); once the spin has ended, the main thread
+    lets the executor's callbacks end, shuts the executor down, destroys the node, then
+    shuts the context down."""
+    stop = StopRequest()
+    stop.install()
     stop_with_parent()
     node = executor = None
     try:
         try:
-            rclpy.init(args=args)
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         except RCLError as e:     # a bad --params-file or --ros-args: one line naming it, exit 2
             why = str(e).split(", at /")[0].replace("\n", " ")
             print(f"{name}: error: {why}", file=sys.stderr)
             return 2
-        handler.deferred = True
         # an executor of our own (not rclpy's global one, which would keep the node alive until
-        # the interpreter's teardown), made before the node: a signal during the node's start-up
-        # shuts the context down, and an executor begun on a shut-down context fails half-built
-        # (rclpy's Executor.__del__ then prints "Exception ignored ... no attribute '_sigint_gc'")
+        # the interpreter's teardown)
         executor = (executor_factory() if executor_factory is not None else MultiThreadedExecutor()
                     if multithreaded else SingleThreadedExecutor())
         try:
             node = node_factory()
-        except ExternalShutdownException:
-            return 0
         except Exception as e:  # noqa: BLE001 - a node that cannot start says why and exits 1
             rclpy.logging.get_logger(name).fatal(f"cannot start: {e}")
             return 1
         executor.add_node(node)
-        handler.release()
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+        # a signal triggers this guard condition: the executor runs its (empty) callback, and
+        # spin_once returns to the test of stop.signalled
+        if not stop.attach(node.create_guard_condition(lambda: None)):
+            while not stop.signalled and executor.context.ok():
+                executor.spin_once()
+    except ExternalShutdownException:       # the context was shut down by the node itself
         pass
-    except Exception:
-        if node is None or (node.context.ok() and not handler.stopping):
-            raise
-        # shut down by a signal while taking a message: rclpy may then fail on a finalised handle,
-        # or wrap our KeyboardInterrupt, raised inside its message conversion before its own
-        # handler has shut the context down, into a RuntimeError
     finally:
-        handler.stopping = True
+        stop.detach()
         if executor is not None:
             settle(executor, 2.0)
             executor.shutdown(timeout_sec=1.0)
@@ -228,6 +248,7 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        stop.close()
         # a node may have frozen its start-up objects out of the collector (gc.freeze): give
         # them back and collect the cycles now, while every module is intact, rather than
         # leaving them to the interpreter's teardown (finalizers on half-destroyed objects)
@@ -235,8 +256,9 @@ def run(node_factory, name: str, args=None, multithreaded: bool = False, executo
         gc.unfreeze()
         gc.collect()
         # Python restores SIG_DFL for handled signals while the interpreter exits, so a late
-        # second Ctrl-C would still kill the process (exit -2): ignore SIGINT from here on.
+        # signal would still kill the process (exit -2, -15): ignore them from here on.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     return 0
 
 
