@@ -83,7 +83,7 @@ def test_the_hardware_node_exits_cleanly(sig):
     try:
         assert node.wait_for_output("active: holding position", 60), node.output()[-2000:]
         node.proc.send_signal(sig)
-        assert node.proc.wait(20) == 0, node.output()[-3000:]
+        assert node.proc.wait(patient(60)) == 0, node.output()[-3000:]
         for bad in ("Traceback", "Exception ignored", "leaked"):
             assert bad not in node.output(), node.output()[-3000:]
     finally:
