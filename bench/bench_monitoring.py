@@ -14,18 +14,24 @@ observer detects, on real simulated robots.
   workspace has no 305 mm at the centre height), pushes at 6 times x 6 directions: latency from the push
   to the first sample over a threshold (target <= 10 ms, 5 cycles at 500 Hz); then 3 cycles
   along a diagonal 10 mm higher without contact, and ``--soak`` seconds of random fast pick
-  cycles on MuJoCo (target: no collision).
+  cycles on MuJoCo (target: no collision). nt_robot on MuJoCo twice: with the nominal model
+  (the robot file's) and with the identified one (the issue's setting: the demo's excitation
+  run on the MuJoCo plant through ``ControlLoop`` and the simulated drives, a ``bounded`` fit
+  with Stribeck terms, ``bench/_session.py``), which is then the rig's feedforward model, the
+  observer's and the detector's, and its thresholds are calibrated again.
 * payload: one 25/305/25 mm cycle on the MuJoCo plant carrying 0.1-2 kg: the estimate (raw,
   and tared with an empty cycle) against the truth (target: 20 g or 5 %, the larger).
 
 The controller is the tests' computed-torque rig (``test/monitoring_rig.py``) at 500 Hz with
-the plant stepped at 1 ms. ``python bench/bench_monitoring.py [--quick] [--speed]`` (``--speed``:
-the speed rows only, a minute). Wall-clock figures
+the plant stepped at 1 ms. ``python bench/bench_monitoring.py [--quick] [--speed] [--soak S]
+[--only speed,detection,payload] [--models nominal,identified] [--robots nt_robot,colombo2020]``
+(``--speed``: the speed rows only, a minute). Wall-clock figures
 depend on the machine's load (printed).
 """
 from __future__ import annotations
 
 from _machine import mark, print_header, print_table  # bench/_machine.py
+from _session import identified_model  # bench/_session.py: identification on a simulated plant
 import argparse
 import math
 import sys
@@ -39,6 +45,7 @@ sys.path.insert(0, str(ROOT / "test"))
 import numpy as np  # noqa: E402
 
 from monitoring_rig import pick_motion, run  # noqa: E402
+from delta_core.robot_file import load_robot  # noqa: E402
 from delta_dynamics.algorithms import cartesian_state, joint_state, workspace_centre  # noqa: E402
 from delta_dynamics.kinds import model_for  # noqa: E402
 from delta_dynamics.monitoring.collision import CollisionDetector, thresholds_from_envelope  # noqa: E402
@@ -169,10 +176,11 @@ def random_cycles(m, span, seed):
             continue
 
 
-def calibrate(name, kind, span, extra=6):
+def calibrate(name, kind, span, extra=6, m=None):
     """The detector of ``name`` with thresholds from the residual envelope (+ 50 %) of fast
-    cycles without contact: along x, along y and ``extra`` random ones (seed 0)."""
-    m = model_for(name)
+    cycles without contact: along x, along y and ``extra`` random ones (seed 0); the
+    controller's and the observer's model ``m`` (the nominal one unless told)."""
+    m = model_for(name) if m is None else m
     probe = CollisionDetector.for_model(m, (1, 1, 1))
     motions = [cycle(m, d, span) for d in ([1, 0, 0], [0, 1, 0])]
     gen = random_cycles(m, span, seed=0)
@@ -185,8 +193,25 @@ def calibrate(name, kind, span, extra=6):
     return CollisionDetector.for_model(m, thresholds_from_envelope(np.vstack(rs), np.vstack(bands)))
 
 
-def detection_rows(name, kind, push, span, times, det):
-    m = model_for(name)
+def identified_on_mujoco(name, rows):
+    """The model of ``name`` identified on its MuJoCo plant as the demo does
+    (``bench/_session.py``: the demo's excitation through ``ControlLoop`` and the simulated
+    drives, a ``bounded`` fit with Stribeck terms); appends a row with the fit's validation
+    fitness and the identified parameters that differ most from the robot file's."""
+    from delta_dynamics.reference.mujoco_model.plant import MujocoPlant
+    nominal = load_robot(name)
+    t0 = time.perf_counter()
+    m, fit = identified_model(nominal, MujocoPlant(name))
+    fitness = " / ".join(f"{v:.4f}" for v in fit.validation["fitness"])
+    rows.append((f"{name} (mujoco plant, identified model)",
+                 "identification on the plant (demo excitation, bounded fit + Stribeck): validation fitness",
+                 f"{fitness} ({time.perf_counter() - t0:.0f} s wall)", ""))
+    print_table(("robot", "what", "measured", "target"), rows[-1:])
+    return m
+
+
+def detection_rows(name, kind, push, span, times, det, m=None, which="nominal"):
+    m = model_for(name) if m is None else m
     th = det.thresholds
     mo = pick_motion(m, span=span)
     lat, missed = [], 0
@@ -204,7 +229,7 @@ def detection_rows(name, kind, push, span, times, det):
     R = run(m, make_plant(name, kind), cycle(m, [1, 1, 0], span, dz=0.01, cycles=3))
     false = det.first_collision(m, R.X, R.r, R.qd, DT)
     unit = "N m" if m.ops.kind.name == "rotary" else "N"
-    label = f"{name} ({kind} plant)"
+    label = f"{name} ({kind} plant, {which} model)"
     ok = missed == 0 and lat.max() <= 10.0
     return [(label, "thresholds (envelope of x, y and 6 random cycles + 50 %)", ", ".join(f"{t:.3g}" for t in th) + f" {unit}", ""),
             (label, f"{push:g} N push, {len(dirs) * times} pushes: latency median / max",
@@ -213,11 +238,11 @@ def detection_rows(name, kind, push, span, times, det):
              "no collision" if false is None else f"false collision at {R.t[false.sample]:.3f} s", mark(false is None))]
 
 
-def soak_rows(name, kind, span, seconds, det, seed=1):
+def soak_rows(name, kind, span, seconds, det, seed=1, m=None, which="nominal"):
     """Random fast pick cycles (:func:`random_cycles`, another seed than the calibration's)
     for ``seconds`` of simulated time without contact: the number of false collisions
     (target: none; the issue asks for 10 minutes)."""
-    m = model_for(name)
+    m = model_for(name) if m is None else m
     done, false, cycles = 0.0, 0, 0
     for mo in random_cycles(m, span, seed):
         if done >= seconds:
@@ -226,7 +251,9 @@ def soak_rows(name, kind, span, seconds, det, seed=1):
         false += det.first_collision(m, R.X, R.r, R.qd, DT) is not None
         done += R.t[-1]
         cycles += 2
-    return [(f"{name} ({kind} plant)", f"random fast pick cycles without contact ({done:.0f} s, {cycles} cycles)",
+        if cycles % 50 == 0:                               # progress of a long soak, on stderr
+            print(f"  soak {name} ({which}): {done:.0f} s, {cycles} cycles, {false} false", file=sys.stderr, flush=True)
+    return [(f"{name} ({kind} plant, {which} model)", f"random fast pick cycles without contact ({done:.0f} s, {cycles} cycles)",
              f"{false} with a false collision", mark(false == 0))]
 
 
@@ -260,20 +287,42 @@ def main(argv=None) -> int:
     ap.add_argument("--soak", type=float, default=60.0, metavar="S",
                     help="simulated seconds of random fast cycles without contact (default 60; the issue's target: 600)")
     ap.add_argument("--speed", action="store_true", help="only the speed rows (one-sample path, control cycle off/on)")
+    ap.add_argument("--only", default="speed,detection,payload", metavar="PARTS",
+                    help="comma-separated parts to run: speed, detection, payload (default: all three)")
+    ap.add_argument("--models", default="nominal,identified", metavar="MODELS",
+                    help="the controller's and observer's models for nt_robot's detection rows on MuJoCo: nominal "
+                         "(the robot file's), identified (fitted on the MuJoCo plant first); default both")
+    ap.add_argument("--robots", default="nt_robot,colombo2020", metavar="ROBOTS",
+                    help="robots of the detection rows (default nt_robot,colombo2020)")
     a = ap.parse_args(argv)
+    parts = {"speed"} if a.speed else {p.strip() for p in a.only.split(",") if p.strip()}
+    models = [w.strip() for w in a.models.split(",") if w.strip()]
+    robots = [r.strip() for r in a.robots.split(",") if r.strip()]
+    bad = (parts - {"speed", "detection", "payload"}) | (set(models) - {"nominal", "identified"}) \
+        | (set(robots) - {"nt_robot", "colombo2020"})
+    if bad:
+        ap.error(f"unknown part, model or robot: {', '.join(sorted(bad))}")
     print_header("Monitoring: momentum observer, collision detection, payload")
     rows = []
-    for name in ("nt_robot", "colombo2020"):
-        rows += speed_rows(name, 500 if a.quick else 5000)
-        rows += cycle_rows(name, 600 if a.quick else 3000)
-    if a.speed:
-        print_table(("robot", "what", "measured", "target"), rows)
-        return 0
-    for name, kind, push, span in (("nt_robot", "mujoco", 30.0, 0.305), ("colombo2020", "explicit", 10.0, 0.1)):
-        det = calibrate(name, kind, span, 2 if a.quick else 6)
-        rows += detection_rows(name, kind, push, span, 2 if a.quick else 6, det)
-        rows += soak_rows(name, kind, span, 10.0 if a.quick else a.soak, det)
-    rows += payload_rows((0.1, 2.0) if a.quick else (0.1, 0.25, 0.5, 1.0, 1.5, 2.0))
+    if "speed" in parts:
+        for name in ("nt_robot", "colombo2020"):
+            rows += speed_rows(name, 500 if a.quick else 5000)
+            rows += cycle_rows(name, 600 if a.quick else 3000)
+    if "detection" in parts:
+        for name, kind, push, span in (("nt_robot", "mujoco", 30.0, 0.305), ("colombo2020", "explicit", 10.0, 0.1)):
+            if name not in robots:
+                continue
+            for which in (models if kind == "mujoco" else ["nominal"]):
+                m = model_for(name)
+                if which == "identified":
+                    m = identified_on_mujoco(name, rows)
+                det = calibrate(name, kind, span, 2 if a.quick else 6, m)
+                rows += detection_rows(name, kind, push, span, 2 if a.quick else 6, det, m, which)
+                print_table(("robot", "what", "measured", "target"), rows[-3:])    # as they come (a long run)
+                rows += soak_rows(name, kind, span, 10.0 if a.quick else a.soak, det, m=m, which=which)
+                print_table(("robot", "what", "measured", "target"), rows[-1:])
+    if "payload" in parts:
+        rows += payload_rows((0.1, 2.0) if a.quick else (0.1, 0.25, 0.5, 1.0, 1.5, 2.0))
     print_table(("robot", "what", "measured", "target"), rows)
     return 0
 

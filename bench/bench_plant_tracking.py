@@ -14,6 +14,7 @@ plant. ``python bench/bench_plant_tracking.py [--plants explicit,mujoco]``.
 from __future__ import annotations
 
 from _machine import describe  # bench/_machine.py
+import _session as session_base  # bench/_session.py: the session and the identification it runs
 import argparse
 import datetime
 import sys
@@ -26,19 +27,12 @@ import numpy as np  # noqa: E402
 
 from delta_core.robot_file import load_robot  # noqa: E402
 from delta_dynamics.rotary.dynamics import joint_state  # noqa: E402
-from delta_dynamics.data_files.joint_data import JointData  # noqa: E402
-from delta_dynamics.identification.preprocess import Preprocessing  # noqa: E402
-from delta_dynamics.identification.excitation import load_excitation, preset_excitation  # noqa: E402
-from delta_dynamics.identification.pipeline import Options, identify_data  # noqa: E402
 from delta_dynamics.rotary.kinematics import forward_kinematics, inverse_kinematics  # noqa: E402
 from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 from delta_dynamics.plant import ExplicitPlant  # noqa: E402
 from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
-from delta_hardware.control_loop import ControlLoop, LoopConfig  # noqa: E402
-from delta_hardware.drives.simulated import SimulatedDriveSet  # noqa: E402
-from delta_hardware.trajectory_plan import build_plan  # noqa: E402
 
-DT = 0.002                     # the hardware node's 500 Hz
+DT = session_base.DT
 
 
 def true_robot(nominal):
@@ -57,25 +51,8 @@ def make_plant(name, robot):
     raise SystemExit(f"bench_plant_tracking: error: unknown plant {name!r} (explicit, mujoco)")
 
 
-class Session:
-    def __init__(self, nominal, plant):
-        self.model = RotaryModel(nominal)
-        self.drives = SimulatedDriveSet(nominal, plant=plant, torque_noise=0.02, seed=1)
-        self.loop = ControlLoop(self.model, self.drives, LoopConfig(rate=1 / DT, feedforward="none"))
-        self.loop.activate()
-        self.t = 0.0
-
-    def run(self, seconds):
-        outs = []
-        for _ in range(int(round(seconds / DT))):
-            outs.append(self.loop.cycle(self.t, DT))
-            self.t += DT
-        return outs
-
-    def follow(self, times, q, qd=None, qdd=None, settle=0.3):
-        self.loop.submit_plan(build_plan(self.model, self.t, self.loop.current_setpoint(), self.t,
-                                         times, q, qd, qdd))
-        return self.run(float(times[-1]) + settle)
+class Session(session_base.Session):
+    """The shared session (``bench/_session.py``) with the pick-and-place cycles measured."""
 
     def cycles(self, traj):
         q, qd, qdd = joint_state(self.model, traj.X, traj.Xd, traj.Xdd)
@@ -97,18 +74,7 @@ def session(nominal, plant_name, excitation, traj):
     res = {"PD only": s.cycles(traj)}
     s.loop.reconfigure(feedforward="model")
     res["nominal feedforward"] = s.cycles(traj)
-    t, q, qd, qdd = excitation.trajectory.sample(dt=0.01, cycles=2)
-    s.follow([2.0], [q[0]])
-    t0 = s.t
-    outs = s.follow(t[1:], q[1:], qd[1:], qdd[1:], settle=0.5)
-    ts = np.array([o.time for o in outs]) - t0
-    keep = ts >= ts[-1] - 20.0                                          # the node's 20 s window
-    qa = np.array([o.position for o in outs])[keep]
-    tau = np.array([o.effort for o in outs])[keep]
-    ts = ts[keep]
-    k = int(round(len(ts) * 0.75))
-    fit = identify_data(s.model, JointData(ts[:k], qa[:k], tau[:k]), "bounded", Options(stribeck=True),
-                        Preprocessing(cutoff=20.0), validation=JointData(ts[k:], qa[k:], tau[k:], first=k))
+    fit = session_base.identify(s, excitation)
     s.loop.reconfigure(model=s.model.with_parameters(fit.lumped(s.model)))
     s.follow([2.0], [q_start])
     res["identified feedforward"] = s.cycles(traj)
@@ -132,7 +98,7 @@ def main(argv=None) -> int:
     print(f"# tracking on each plant ({args.robot}), {datetime.date.today().isoformat()}")
     print(f"machine: {describe()}\n", flush=True)
     model = RotaryModel(nominal)
-    excitation = load_excitation(preset_excitation("nt_robot"), model, scale=0.6)   # the demo's stored one
+    excitation = session_base.demo_excitation(model)
     traj = pick_place(start=(-0.1525, 0.0, -0.78), lift_time=0.12, move_time=0.3, overlap=0.6,
                       dwell=0.05, cycles=2, dt=1e-3)
     print("| plant | PD only | nominal feedforward | identified feedforward | identified vs PD | "
