@@ -54,12 +54,11 @@ def stack():
 
 
 def call(client, srv_type, name, req, timeout=120.0):
+    """The answer of service ``name`` to ``req`` from a new client; a status query is sent
+    again while unanswered (a new client's first answer can be lost on a busy host)."""
     cli = client.node.create_client(srv_type, name)
     try:
-        assert cli.wait_for_service(timeout_sec=30.0), f"{name} not there"
-        fut = cli.call_async(req)
-        assert client.spin_until(fut.done, timeout), f"{name} did not answer"
-        return fut.result()
+        return client.call(cli, req, timeout, resend=name.endswith("/status"))
     finally:
         client.node.destroy_client(cli)
 

@@ -89,7 +89,7 @@ def _holds_still_and_lives(robot, q0):
     robot.wait_sim(0.15)
     assert np.abs(robot.q - q0).max() < 1e-4, "the robot moved"
     assert robot.node.proc.poll() is None, "the node died"
-    assert robot.c.call(robot.get_state, GetState.Request()).current_state.label == "active"
+    assert robot.c.call(robot.get_state, GetState.Request(), resend=True).current_state.label == "active"
 
 
 @pytest.mark.parametrize("case", TRAJECTORIES, ids=[c[0] for c in TRAJECTORIES])
@@ -273,7 +273,7 @@ def test_bad_runtime_parameter(robot, case, tmp_path):
     q0 = robot.q.copy()
     res = robot.c.set_parameter("delta_hw_bad", name, value)
     assert not res.successful and expect in res.reason, res.reason
-    status = robot.c.call(robot.status, __import__("std_srvs.srv", fromlist=["Trigger"]).Trigger.Request())
+    status = robot.c.call(robot.status, __import__("std_srvs.srv", fromlist=["Trigger"]).Trigger.Request(), resend=True)
     assert '"active": true' in status.message, status.message
     _holds_still_and_lives(robot, q0)
 
@@ -306,7 +306,7 @@ def test_bad_start_parameter_leaves_the_node_unconfigured(case):
         get = client.node.create_client(GetState, "/delta_hw_badp/get_state")
         assert node.wait_for_output("configure failed", 60), node.output()[-2000:]
         assert expect in node.output(), node.output()[-2000:]
-        assert client.call(get, GetState.Request()).current_state.label == "unconfigured"
+        assert client.call(get, GetState.Request(), resend=True).current_state.label == "unconfigured"
     finally:
         client.close()
         assert node.stop() == 0
