@@ -11,7 +11,11 @@ more friction, heavier arms: written to ``<out>/true_robot.yaml``):
 4. the excitation trajectory;
 5. identification: the identification node refits the window, writes
    ``<out>/identified.yaml`` and pushes it to the dynamics node;
-6. the same cycles with the identified feedforward.
+6. the same cycles with the identified feedforward;
+7. the same door (``blend`` at its corners) retimed time-optimally: the hardware node's
+   ``~/pick`` plans it with its current model (the identified one) under
+   ``motion_limit_scale`` of the robot file's limits and runs it, with the identified
+   feedforward; picks per minute of both timings and the tracking error.
 
 It prints the RMS tracking error of each phase and writes plots (tracking error, torques,
 identified against true parameters) and ``demo_summary.md`` into ``<out>`` (whose earlier
@@ -32,7 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from rcl_interfaces.srv import SetParameters
+from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -105,6 +109,12 @@ def pick_place_path(model):
 #: what the demo writes into its output folder (removed at the start of a run)
 OUTPUTS = ("demo_tracking.png", "demo_parameters.png", "demo_summary.md", "demo_results.json",
            "identified.yaml", "true_robot.yaml")
+#: the share of the robot file's limits the time-optimal cycles may use: the rest is the
+#: feedback's (the hardware node's default, 0.99, leaves the PD no torque where the plan
+#: touches a torque limit)
+MOTION_LIMIT_SCALE = 0.9
+#: the phase label of the time-optimal cycles (step 7)
+TIME_OPTIMAL = "time-optimal, identified feedforward"
 #: the identified feedforward must cut the RMS tracking error at least this much against PD only
 MIN_IMPROVEMENT = 5.0
 
@@ -121,7 +131,8 @@ def prepare(args):
     args.excitation = demo_excitation(model_for(nominal))
     return [("true_robot", str(path.resolve())), ("feedforward", "none"), ("start_paused", True),
             ("output", str((out / "identified.yaml").resolve())), ("window", 25.0),
-            ("stribeck", True)]    # the simulated robot's friction has a break-away hump
+            ("stribeck", True),    # the simulated robot's friction has a break-away hump
+            ("motion_limit_scale", MOTION_LIMIT_SCALE)]
 
 
 class RobotStopped(RuntimeError):
@@ -185,11 +196,18 @@ class Demo:
         self.node.create_subscription(String, "delta_hardware/events", lambda m: self.events.append(m.data), deep)
         self.pub = self.node.create_publisher(JointTrajectory, "delta_hardware/joint_trajectory", 10)
         self.set_params = self.node.create_client(SetParameters, "delta_hardware/set_parameters")
+        self.get_params = self.node.create_client(GetParameters, "delta_hardware/get_parameters")
         self.ident_params = self.node.create_client(SetParameters, "delta_identification/set_parameters")
         self.refit = self.node.create_client(Trigger, "delta_identification/refit")
         self.reset = self.node.create_client(Trigger, "delta_hardware/reset")
         self.status = self.node.create_client(Trigger, "delta_hardware/status")
         self.pause_client = self.node.create_client(SetBool, "delta_hardware/pause")
+        try:                                            # built at setup (interfaces/README.md)
+            from delta_msgs.srv import Pick
+            self.pick_client = self.node.create_client(Pick, "delta_hardware/pick")
+        except ImportError:
+            self.pick_client = None
+        self.cycle_times = {}                           # phase -> one cycle (s)
         self.exit_code = 1
         self.meaningful = False
         self.t_next = None                              # ROS time the next motion starts
@@ -239,6 +257,8 @@ class Demo:
     NO_PROGRESS = 120.0
     #: set when the process stops (a signal, a node process that ended): waits end at once
     stop = None
+    #: s the gripper rests at each end of a pick-and-place cycle
+    DWELL = 0.05
 
     def set_param(self, client, name, value):
         """Set the parameter ``name`` to ``value`` through the SetParameters ``client``; RuntimeError if refused."""
@@ -246,6 +266,12 @@ class Demo:
         res = self._ask(client, req).results[0]
         if not res.successful:
             raise RuntimeError(f"{client.srv_name} refused {name}={value!r}: {res.reason}")
+
+    def get_param(self, name):
+        """The value of the hardware node's parameter ``name``."""
+        from rclpy.parameter import parameter_value_to_python
+        res = self._ask(self.get_params, GetParameters.Request(names=[name]))
+        return parameter_value_to_python(res.values[0])
 
     def pause(self, paused: bool):
         """Pause (True) or resume simulated time through the hardware node's ``~/pause``; RuntimeError if refused."""
@@ -272,6 +298,15 @@ class Demo:
             msg.points.append(p)
         n0 = len(self.events)
         self.pub.publish(msg)
+        began = self.accepted(n0)
+        if abs(began - start) > 1e-6:
+            self.disturbances.append(f"a motion started at t = {began:.3f} s instead of {start:.3f} s")
+        self.play_until(end)
+        return began
+
+    def accepted(self, n0: int) -> float:
+        """The start time (ROS time) of the motion the hardware node accepted after its
+        ``n0``-th event; RobotStopped / RuntimeError if it rejected it."""
         deadline = time.monotonic() + 120.0
         while not any("accepted" in e for e in self.events[n0:]):
             for e in self.events[n0:]:
@@ -280,14 +315,15 @@ class Demo:
             if time.monotonic() > deadline:
                 raise RuntimeError("the hardware node did not answer the trajectory")
             time.sleep(0.01)
-        began = float(re.search(r"from t = ([-0-9.e+]+) s", next(e for e in self.events[n0:] if "accepted" in e)).group(1))
-        if abs(began - start) > 1e-6:
-            self.disturbances.append(f"a motion started at t = {began:.3f} s instead of {start:.3f} s")
+        return float(re.search(r"from t = ([-0-9.e+]+) s", next(e for e in self.events[n0:] if "accepted" in e)).group(1))
+
+    def play_until(self, end: float):
+        """Resume the simulation until ``SETTLE`` s after ``end`` (it pauses there: ``pause_at``);
+        the next motion starts ``GAP`` s after ``end``."""
         self.set_param(self.set_params, "pause_at", end + self.SETTLE)
         self.pause(False)
         self.wait_until(end + self.SETTLE)
         self.t_next = round((end + self.GAP) / self.period) * self.period
-        return began
 
     def wait_until(self, t_abs):
         """Wait until ROS time ``t_abs`` and until the joint states up to it have arrived (a
@@ -346,21 +382,62 @@ class Demo:
         t = tr.t[idx] + 0.01                               # the first knot just after the start
         k0 = self.n_js
         start = self.motion(t, q[idx], qd[idx], qdd[idx])
+        self.cycle_times[label] = float(tr.t[-1]) / self.args.cycles
+        self.record(label, k0, start, t[-1],
+                    lambda ts: np.stack([np.interp(ts, tr.t + 0.01, q[:, i]) for i in range(3)], 1),
+                    lambda ts: np.stack([np.interp(ts, tr.t + 0.01, tr.X[:, i]) for i in range(3)], 1))
+
+    def record(self, label, k0, start, duration, q_ref, X_ref):
+        """Keep phase ``label``'s joint states from the ``k0``-th on over ``[start, start +
+        duration]`` and its RMS tracking error against ``q_ref(ts)`` at the joints and
+        ``X_ref(ts)`` at the platform (forward kinematics of the measured joints, mm); ``ts``:
+        time in the phase (s)."""
         rows = self.js[k0:self.n_js]
-        rows = rows[(rows[:, 0] >= start) & (rows[:, 0] <= start + t[-1])]
+        rows = rows[(rows[:, 0] >= start) & (rows[:, 0] <= start + duration)]
         ts = rows[:, 0] - start
         qa = rows[:, 1:4]
-        tau = rows[:, 4:7]
-        self.samples = getattr(self, "samples", {})
-        self.samples[label] = (len(ts), t[-1])
-        ref = np.stack([np.interp(ts, tr.t + 0.01, q[:, i]) for i in range(3)], 1)
-        err = qa - ref
+        err = qa - q_ref(ts)
         rms = float(np.sqrt(np.mean(np.sum(err ** 2, axis=1))))
         Xa = forward_kinematics(self.model, qa)
-        Xr = np.stack([np.interp(ts, tr.t + 0.01, tr.X[:, i]) for i in range(3)], 1)
-        rms_mm = 1e3 * float(np.sqrt(np.mean(np.sum((Xa - Xr) ** 2, axis=1))))
-        self.results[label] = {"t": ts, "err": err, "tau": tau, "rms": rms, "rms_mm": rms_mm}
+        rms_mm = 1e3 * float(np.sqrt(np.mean(np.sum((Xa - X_ref(ts)) ** 2, axis=1))))
+        self.results[label] = {"t": ts, "err": err, "tau": rows[:, 4:7], "rms": rms, "rms_mm": rms_mm}
         self.say(f"{label}: RMS tracking error {rms * 1e3:.3f} {self.milli}, {rms_mm:.3f} mm at the platform")
+
+    def time_optimal(self, label):
+        """The cycles' door retimed time-optimally (module docstring, step 7) as phase ``label``:
+        ``~/pick`` from the pick to the place position while the simulation is paused (the
+        run starts when the loop takes it: the same time in every run); the reference is the
+        same plan made here (:func:`delta_hardware.pick_run.plan_pick_run` with the node's
+        planning model, its ``feedforward_robot``), checked against the node's cycle time."""
+        from delta_hardware.pick_run import plan_pick_run      # in-function: scipy and toppra
+        from geometry_msgs.msg import Point
+        a, width, height = self.start, self.width, self.height
+        b = a + np.array([width, 0.0, 0.0])
+        blend = self.blend
+        plan = plan_pick_run(self.planning_model, self.q_start, a, b, height, blend, self.DWELL,
+                             self.args.cycles, limit_scale=self.limit_scale)
+        req = self.pick_client.srv_type.Request(from_point=Point(x=a[0], y=a[1], z=a[2]),
+                                                to_point=Point(x=b[0], y=b[1], z=b[2]), height=height,
+                                                blend=blend, dwell=self.DWELL, cycles=self.args.cycles)
+        n0, k0 = len(self.events), self.n_js
+        res = self._ask(self.pick_client, req, resend=False)          # a command: sent once
+        if not res.success:
+            raise (RobotStopped if "robot is stopped" in res.message else RuntimeError)(res.message)
+        start = self.accepted(n0)
+        if abs(res.cycle_time - plan.cycle_time) > 1e-9 or abs(res.duration - plan.duration) > 1e-9:
+            raise RuntimeError(f"the node's pick plan ({res.cycle_time:.6f} s per cycle, {res.duration:.6f} s) "
+                               f"is not the demo's ({plan.cycle_time:.6f} s, {plan.duration:.6f} s)")
+        self.play_until(start + plan.duration)
+        self.cycle_times[label] = plan.cycle_time
+        knots = plan.knots
+        c = knots.coefficients()                                     # (K-1, 6, 3) quintics
+
+        def q_ref(ts):
+            k = np.clip(np.searchsorted(knots.t, ts, side="right") - 1, 0, len(knots.t) - 2)
+            u = ts - knots.t[k]
+            return np.einsum("np,npj->nj", u[:, None] ** np.arange(6), c[k])
+
+        self.record(label, k0, start, plan.duration, q_ref, lambda ts: forward_kinematics(self.model, q_ref(ts)))
 
     def excitation(self):
         """Home to the excitation trajectory's start, then run it (two cycles, knots every 10 ms; the span
@@ -403,11 +480,12 @@ class Demo:
         if not st.get("paused"):
             raise RuntimeError("the simulation must start paused (start_paused) for the demo's timeline")
         self.t_next = max(self.FIRST_START, st["time"] + self.GAP)
-        self.start, width, height = pick_place_path(self.model)
+        self.start, self.width, self.height = pick_place_path(self.model)
+        self.blend = min(0.01, 0.4 * self.height)       # a rise holds one blend
         start = self.start
-        self.cycle_traj = pick_place(start=tuple(start), width=width, height=height, lift_time=0.12,
+        self.cycle_traj = pick_place(start=tuple(start), width=self.width, height=self.height, lift_time=0.12,
                                      move_time=0.3, overlap=0.6,
-                                     dwell=0.05, cycles=self.args.cycles, dt=1e-3)
+                                     dwell=self.DWELL, cycles=self.args.cycles, dt=1e-3)
         self.q_start = inverse_kinematics(self.model, start)
         self.say("homing to the pick position")
         self.with_recovery(self.home, self.q_start)
@@ -419,6 +497,15 @@ class Demo:
         self.identify()
         self.with_recovery(self.home, self.q_start)
         self.with_recovery(self.cycles, "identified feedforward")
+        if self.pick_client is None:
+            self.say("no delta_msgs (make setup builds it): the time-optimal phase is left out")
+        else:
+            if not self.pick_client.wait_for_service(timeout_sec=30.0):
+                raise RuntimeError(f"service {self.pick_client.srv_name} is not available")
+            ff = self.get_param("feedforward_robot")        # the node plans with it (the identified robot)
+            self.planning_model = model_for(load_robot(ff)) if ff else self.model
+            self.limit_scale = float(self.get_param("motion_limit_scale"))
+            self.with_recovery(self.time_optimal, TIME_OPTIMAL)
         self.report()
 
     def run_and_report(self, stop):
@@ -455,7 +542,11 @@ class Demo:
                  f"| phase | RMS joint error ({self.milli}) | RMS platform error (mm) |", "|---|---|---|"]
         lines += [f"| {k} | {v['rms'] * 1e3:.3f} | {v['rms_mm']:.3f} |" for k, v in r.items()]
         lines += ["", f"Identified feedforward vs PD only: {ratio:.1f}x smaller RMS error; "
-                      f"vs nominal feedforward: {nom / idf:.1f}x.", "", timing, ""]
+                      f"vs nominal feedforward: {nom / idf:.1f}x.", ""]
+        speed = self.speed_text()
+        if speed:
+            lines += [speed, ""]
+        lines += [timing, ""]
         lines += (["Disturbed run:"] + [f"- {d}" for d in self.disturbances] if self.disturbances
                   else ["Undisturbed run: no quick stop, no repeated phase."])
         if not self.meaningful:
@@ -464,6 +555,7 @@ class Demo:
         (self.out / "demo_summary.md").write_text("\n".join(lines) + "\n")
         (self.out / "demo_results.json").write_text(json.dumps(
             {**{k: {"rms_rad": v["rms"], "rms_mm": v["rms_mm"]} for k, v in r.items()},
+             "cycle_time_s": self.cycle_times,
              "improvement_vs_pd": ratio, "disturbances": self.disturbances, "clock": st.get("clock"),
              "meaningful": self.meaningful}, indent=2))
         self._plots()
@@ -472,10 +564,24 @@ class Demo:
             self.say(f"disturbed: {d}")
         self.say(f"identified feedforward cuts the RMS tracking error {ratio:.1f}x against PD only "
                  f"({nom / idf:.1f}x against the nominal feedforward)")
+        if speed:
+            self.say(speed)
         if not self.meaningful:
             self.say(f"FAILED: result not meaningful: {ratio:.1f}x against PD only (at least {MIN_IMPROVEMENT:g}x "
                      f"needed) and {nom / idf:.2f}x against the nominal feedforward (more than 1x needed)")
         self.say(f"wrote {self.out}/demo_tracking.png, demo_parameters.png, demo_summary.md, identified.yaml")
+
+    def speed_text(self) -> str:
+        """The sentence comparing the cycles' fixed timing with the time-optimal one ("" without it)."""
+        if TIME_OPTIMAL not in self.cycle_times:
+            return ""
+        fixed, best = self.cycle_times["identified feedforward"], self.cycle_times[TIME_OPTIMAL]
+        r = self.results[TIME_OPTIMAL]
+        return (f"time-optimal cycles (a door path between the same positions, {self.height * 1e3:g} mm up, corners "
+                f"blended {self.blend * 1e3:g} mm, under {self.limit_scale:g} of the robot file's limits with the "
+                f"identified model): {best:.3f} s per cycle, {60 / best:.1f} picks/min, "
+                f"against {fixed:.3f} s, {60 / fixed:.1f} picks/min with the fixed timing ({100 * (1 - best / fixed):.0f} % "
+                f"shorter); RMS tracking error {r['rms'] * 1e3:.3f} {self.milli}, {r['rms_mm']:.3f} mm at the platform")
 
     def _plots(self):
         import matplotlib
@@ -532,8 +638,8 @@ def plot_tracking(results, units, milli, path):
         ax.grid(alpha=0.3)
     panels[0].set_ylabel(f"{effort} ({units['effort']})")
     top.grid(alpha=0.3, which="both")
-    fig.suptitle("Pick-and-place cycles on the simulated robot: PD only, nominal and identified feedforward",
-                 fontsize=11)
+    fig.suptitle("Pick-and-place cycles on the simulated robot: PD only, nominal and identified feedforward"
+                 + (", then retimed time-optimally" if TIME_OPTIMAL in results else ""), fontsize=11)
     fig.legend(handles=lines, loc="lower center", ncol=1, frameon=False, fontsize=9)
     fig.subplots_adjust(left=0.07, right=0.98, top=0.9, bottom=0.2)
     fig.savefig(path, dpi=110)

@@ -30,19 +30,25 @@ TOLERANCE = 0.01
 def test_the_readme_quotes_every_demo_variant():
     assert set(README) == set(readme_figures.VARIANTS), README
     for variant, figs in README.items():
-        assert set(figs) == {*readme_figures.PHASES, "vs_pd"}, (variant, figs)
+        assert set(figs) == {*readme_figures.PHASES, readme_figures.OPTIMAL, "vs_pd", "cycle_optimal"}, (variant, figs)
 
 
 def test_a_changed_figure_is_found_in_the_readme_text():
     """The parser reads what the generator writes (a test that cannot silently pass on an
     empty parse)."""
-    f = {v: {p: (10.0 * (k + 1), 1.0) for k, p in enumerate(readme_figures.PHASES)} | {
-        "vs_pd": 0.1, "vs_nominal": 2.0 / 3.0, "wall_s": 1.0} for v in readme_figures.VARIANTS}
+    phases = (*readme_figures.PHASES, readme_figures.OPTIMAL)
+    f = {v: {p: (10.0 * (k + 1), 1.0) for k, p in enumerate(phases)} | {
+        "vs_pd": 0.1, "vs_nominal": 2.0 / 3.0, "wall_s": 1.0, "cycle_fixed": 940.0, "cycle_optimal": 500.5}
+         for v in readme_figures.VARIANTS}
     f["linear"]["PD only"] = (16.91, 10.0)
+    f["linear"][readme_figures.OPTIMAL] = (0.1234, 0.1234)
+    f["mujoco"]["cycle_optimal"] = 512.3
     text = (ROOT / "README.md").read_text()
     parsed = readme_figures.parse(readme_figures.rewrite(text, readme_figures.blocks(f, "load 0")))
-    assert parsed["linear"]["PD only"] == 16.91
+    assert parsed["linear"]["PD only"] == 16.91 and parsed["linear"][readme_figures.OPTIMAL] == 0.1234
     assert parsed["mujoco"]["identified feedforward"] == 30.0 and parsed["explicit"]["vs_pd"] == 0.1
+    assert parsed["mujoco"][readme_figures.OPTIMAL] == 40.0 and parsed["mujoco"]["cycle_optimal"] == 512.3
+    assert parsed["linear"]["cycle_optimal"] == 500.5
 
 
 #: the plant variants cost two more whole demos (about 3 min of CPU): not in `make test`,
@@ -59,7 +65,7 @@ def test_a_fresh_demo_run_prints_the_readme_figures(variant, tmp_path):
     got = readme_figures.figures(res, variant == "linear")
     quoted = README[variant]
     for key, want in quoted.items():
-        have = got[key][0] if key in readme_figures.PHASES else got[key]
+        have = got[key][0] if isinstance(got[key], tuple) else got[key]
         assert abs(have - want) <= TOLERANCE * abs(want), (
             f"README ({variant}): {key} {want}, a fresh run {have:.5g} (more than 1 % apart): "
             f"rerun tools/readme_figures.py")
@@ -79,5 +85,9 @@ def test_a_fresh_demo_run_prints_the_readme_figures(variant, tmp_path):
         assert (tmp_path / png).stat().st_size > 10_000
     assert json.loads((tmp_path / "demo_results.json").read_text())["clock"] == "sim"
     assert np.isfinite(got["vs_nominal"])
+    # the time-optimal cycles (issue 20): much shorter than the fixed timing, within 1 mm at the
+    # platform on every plant (the MuJoCo plant's is the target), no quick stop (undisturbed, above)
+    assert got["cycle_optimal"] < 0.7 * got["cycle_fixed"], got
+    assert res[readme_figures.OPTIMAL]["rms_mm"] <= 1.0, res[readme_figures.OPTIMAL]
     assert "Traceback" not in res["log"] and "identified feedforward cuts the RMS tracking error" in res["log"]
     assert "excitation trajectory from config/excitation/" in res["log"]       # the stored one

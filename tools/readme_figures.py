@@ -43,6 +43,8 @@ VARIANTS = {
     "linear": ["--robot", "colombo2020"],
 }
 PHASES = ("PD only", "nominal feedforward", "identified feedforward")
+#: the demo's last phase: the same pick and place retimed time-optimally (``~/pick``)
+OPTIMAL = "time-optimal, identified feedforward"
 BLOCK = re.compile(r"(<!-- demo-figures:(?P<name>[a-z]+) -->\n)(?P<body>.*?)(<!-- /demo-figures:(?P=name) -->)", re.S)
 
 
@@ -70,7 +72,9 @@ def figures(res: dict, linear: bool) -> dict:
     """The README's numbers of one run: per phase the RMS joint error (mrad, or mm for the
     carriages of a linear Delta) and the platform error (mm); the two ratios."""
     k = 1e3
-    out = {p: (k * res[p]["rms_rad"], res[p]["rms_mm"]) for p in PHASES}
+    out = {p: (k * res[p]["rms_rad"], res[p]["rms_mm"]) for p in (*PHASES, OPTIMAL)}
+    out["cycle_fixed"] = 1e3 * res["cycle_time_s"][PHASES[2]]            # ms
+    out["cycle_optimal"] = 1e3 * res["cycle_time_s"][OPTIMAL]
     out["vs_pd"] = out["PD only"][0] / out["identified feedforward"][0]
     out["vs_nominal"] = out["nominal feedforward"][0] / out["identified feedforward"][0]
     out["wall_s"] = res.get("wall_s", float("nan"))
@@ -79,6 +83,14 @@ def figures(res: dict, linear: bool) -> dict:
 
 def _x(v: float) -> str:
     return f"{v:.1f}×"
+
+
+def _speed(v: dict, unit: str, digits: int) -> str:
+    """The time-optimal phase's sentence: cycle times, picks per minute, tracking error."""
+    fixed, best = v["cycle_fixed"], v["cycle_optimal"]
+    return (f"{best:.1f} ms per cycle ({6e4 / best:.1f} picks/min) instead of {fixed:.0f} ms "
+            f"({6e4 / fixed:.1f} picks/min), {100 * (1 - best / fixed):.0f} % shorter, tracked to {v[OPTIMAL][0]:.{digits}f} {unit} "
+            f"({v[OPTIMAL][1]:.3f} mm at the platform)")
 
 
 def blocks(f: dict, load: str) -> dict:
@@ -96,7 +108,9 @@ def blocks(f: dict, load: str) -> dict:
             f"feedforward: the RMS tracking error falls from {pd[0]:.2f} mrad to {nom[0]:.2f} mrad to "
             f"{idf[0]:.3f} mrad\n"
             f"({pd[1]:.1f} mm, {nom[1]:.2f} mm, {idf[1]:.3f} mm at the platform): {_x(e['vs_pd'])} better than "
-            f"PD only,\n{_x(e['vs_nominal'])} better than the nominal model. The same figures on every machine and "
+            f"PD only,\n{_x(e['vs_nominal'])} better than the nominal model. Last, the same pick and place timed "
+            "time-optimally by the\nhardware node with the identified model (`~/pick`, within 90 % of the robot "
+            f"file's limits):\n{_speed(e, 'mrad', 2)}.\nThe same figures on every machine and "
             "at any load\n(simulated time, a stored excitation): `tools/readme_figures.py` wrote them from a fresh "
             f"run\n({load}) and `test/test_readme_figures.py` checks them against one.*\n")
         out["performance"] = (
@@ -111,20 +125,24 @@ def blocks(f: dict, load: str) -> dict:
             "`delta-bringup --demo --robot colombo2020` runs the same session on a linear Delta (carriage\n"
             f"errors in mm: PD only {pd[0]:.2f} mm, nominal feedforward {nom[0]:.3f} mm, identified feedforward "
             f"{idf[0]:.4f} mm,\n{_x(lin['vs_pd'])} better than PD only, {_x(lin['vs_nominal'])} better than the "
-            "nominal model); `--plant mujoco` or `--plant multibody` runs\nit on a simulated robot whose structure "
+            f"nominal model; time-optimal cycles:\n{_speed(lin, 'mm', 4)}); "
+            "`--plant mujoco` or `--plant multibody` runs\nit on a simulated robot whose structure "
             "differs from the controller's model\n"
             "([Plants](#plants-the-simulated-robot-need-not-be-the-controllers-model)).\n")
     rows = [("explicit", "`explicit` (default)"), ("multibody", "`multibody`"), ("mujoco", "`mujoco`")]
     if any(k in f for k, _ in rows):
         lines = ["| plant | PD only | nominal feedforward | identified feedforward | identified vs PD | "
-                 "vs nominal | wall time |", "|---|---|---|---|---|---|---|"]
+                 "vs nominal | time-optimal cycles, identified feedforward | wall time |",
+                 "|---|---|---|---|---|---|---|---|"]
         for key, label in rows:
             if key in f:
                 v = f[key]
                 cells = [f"{v[p][0]:.2f} mrad ({v[p][1]:.2f} mm)" for p in PHASES[:2]]
                 cells.append(f"{v[PHASES[2]][0]:.3f} mrad ({v[PHASES[2]][1]:.3f} mm)")
+                fast = (f"{v[OPTIMAL][0]:.2f} mrad ({v[OPTIMAL][1]:.3f} mm), {v['cycle_optimal']:.1f} ms per cycle "
+                        f"instead of {v['cycle_fixed']:.0f} ms")
                 lines.append(f"| {label} | {' | '.join(cells)} | {_x(v['vs_pd'])} | {_x(v['vs_nominal'])} | "
-                             f"{v['wall_s']:.0f} s |")
+                             f"{fast} | {v['wall_s']:.0f} s |")
         out["plants"] = "\n".join(lines) + f"\n\nMeasured by `tools/readme_figures.py` ({load}).\n"
     return out
 
@@ -149,12 +167,17 @@ def parse(text: str) -> dict:
         if m:
             nums = re.findall(r"([0-9.]+) mrad", m.group(2))
             ratio = re.findall(r"([0-9.]+)×", m.group(2))
-            out[m.group(1)] = {**dict(zip(PHASES, map(float, nums))), "vs_pd": float(ratio[0])}
+            cycle = re.findall(r"([0-9.]+) ms per cycle", m.group(2))
+            out[m.group(1)] = {**dict(zip((*PHASES, OPTIMAL), map(float, nums))), "vs_pd": float(ratio[0]),
+                               **({"cycle_optimal": float(cycle[0])} if cycle else {})}
     lin = b.get("linear", "")
     m = re.search(r"PD only ([0-9.]+) mm, nominal feedforward ([0-9.]+) mm, identified feedforward ([0-9.]+) mm,"
                   r"\s*([0-9.]+)×", lin)
     if m:
         out["linear"] = {**dict(zip(PHASES, map(float, m.groups()[:3]))), "vs_pd": float(m.group(4))}
+        fast = re.search(r"time-optimal cycles:\s*([0-9.]+) ms per cycle.*?tracked to ([0-9.]+) mm", lin, re.S)
+        if fast:
+            out["linear"].update({"cycle_optimal": float(fast.group(1)), OPTIMAL: float(fast.group(2))})
     return out
 
 
@@ -181,7 +204,7 @@ def main(argv=None) -> int:
         def one(i_v):
             i, v = i_v
             res = run_demo(v, Path(tmp) / v, args.domain + i)
-            print(f"  {v}: " + ", ".join(f"{p} {1e3 * res[p]['rms_rad']:.4f}" for p in PHASES)
+            print(f"  {v}: " + ", ".join(f"{p} {1e3 * res[p]['rms_rad']:.4f}" for p in (*PHASES, OPTIMAL))
                   + f" ({res['wall_s']:.0f} s)", flush=True)
             return v, res
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
