@@ -15,7 +15,14 @@ more friction, heavier arms: written to ``<out>/true_robot.yaml``):
 7. the same door (``blend`` at its corners) retimed time-optimally: the hardware node's
    ``~/pick`` plans it with its current model (the identified one) under
    ``motion_limit_scale`` of the robot file's limits and runs it, with the identified
-   feedforward; picks per minute of both timings and the tracking error.
+   feedforward; picks per minute of both timings and the tracking error. The momentum observer
+   is on from here (``monitoring``) and ``~/calibrate_collision`` sets the collision thresholds
+   from this motion;
+8. monitoring: a push at the platform (``PUSH_FORCE``) during a time-optimal cycle, detected
+   and stopped (the joint, the delay, the estimated force), the push removed and a reset; then,
+   with detection off, time-optimal cycles with the simulated payload changed between them
+   (``plant_payload_mass``; the controller's model unchanged) and the node's payload estimate
+   and events after each.
 
 It prints the RMS tracking error of each phase and writes plots (tracking error, torques,
 identified against true parameters) and ``demo_summary.md`` into ``<out>`` (whose earlier
@@ -113,6 +120,14 @@ OUTPUTS = ("demo_tracking.png", "demo_parameters.png", "demo_summary.md", "demo_
 #: feedback's (the hardware node's default, 0.99, leaves the PD no torque where the plan
 #: touches a torque limit)
 MOTION_LIMIT_SCALE = 0.9
+#: N: the push at the platform in step 8, per kind of robot (the issue's detection targets)
+PUSH_FORCE = {"rotary": 30.0, "linear": 10.0}
+#: when in the cycle the push begins (share of the cycle time: moving across)
+PUSH_AT = 0.2
+#: kg added to the simulated robot's payload for each single cycle of step 8 (0: as identified)
+PAYLOADS = (0.0, 0.5, 0.0)
+#: time-optimal cycles per payload (the node's estimate forgets over about 1 s)
+PAYLOAD_CYCLES = 3
 #: the phase label of the time-optimal cycles (step 7)
 TIME_OPTIMAL = "time-optimal, identified feedforward"
 #: the identified feedforward must cut the RMS tracking error at least this much against PD only
@@ -137,6 +152,10 @@ def prepare(args):
 
 class RobotStopped(RuntimeError):
     """The hardware node quick-stopped the robot during a phase."""
+
+
+class Unsupported(RuntimeError):
+    """The simulated robot cannot do what a phase asks (a plant that takes no push)."""
 
 
 #: the demo's excitation settings (two periods of 8 s at 60 % of the limits); for a robot
@@ -208,6 +227,10 @@ class Demo:
         except ImportError:
             self.pick_client = None
         self.cycle_times = {}                           # phase -> one cycle (s)
+        from geometry_msgs.msg import WrenchStamped
+        self.wrench_pub = self.node.create_publisher(WrenchStamped, "delta_hardware/plant/external_wrench", 10)
+        self.calibrate = self.node.create_client(Trigger, "delta_hardware/calibrate_collision")
+        self.watch = {}                                 # step 8's figures
         self.exit_code = 1
         self.meaningful = False
         self.t_next = None                              # ROS time the next motion starts
@@ -325,16 +348,16 @@ class Demo:
         self.wait_until(end + self.SETTLE)
         self.t_next = round((end + self.GAP) / self.period) * self.period
 
-    def wait_until(self, t_abs):
+    def wait_until(self, t_abs, stops_ok: bool = False):
         """Wait until ROS time ``t_abs`` and until the joint states up to it have arrived (a
         busy host delivers them late, never loses them); fail at once if the hardware node
-        stops the robot."""
+        stops the robot (unless ``stops_ok``)."""
         n0 = len(self.events)
         t_abs -= 1e-6                                   # stamps are rounded to nanoseconds
         progress, still_since = None, time.monotonic()
         while self.now() < t_abs or (self.n_js and self.js[self.n_js - 1, 0] < t_abs):
             for e in self.events[n0:]:
-                if e.startswith(("quick stop", "fault")):
+                if e.startswith(("quick stop", "fault")) and not stops_ok:
                     raise RobotStopped(f"the hardware node stopped the robot: {e}")
             if self.stop is not None and self.stop.is_set():
                 raise RuntimeError("stopped (a signal, or a node process ended)")
@@ -403,6 +426,116 @@ class Demo:
         self.results[label] = {"t": ts, "err": err, "tau": rows[:, 4:7], "rms": rms, "rms_mm": rms_mm}
         self.say(f"{label}: RMS tracking error {rms * 1e3:.3f} {self.milli}, {rms_mm:.3f} mm at the platform")
 
+    def start_pick(self, cycles: int):
+        """Ask ``~/pick`` for ``cycles`` time-optimal cycles from the pick to the place position
+        (the simulation paused: the run starts when the loop takes it, the same time in every
+        run); (its answer, the run's start time)."""
+        from geometry_msgs.msg import Point
+        a, b = self.start, self.place
+        req = self.pick_client.srv_type.Request(from_point=Point(x=a[0], y=a[1], z=a[2]),
+                                                to_point=Point(x=b[0], y=b[1], z=b[2]), height=self.height,
+                                                blend=self.blend, dwell=self.DWELL, cycles=cycles)
+        n0 = len(self.events)
+        res = self._ask(self.pick_client, req, resend=False)          # a command: sent once
+        if not res.success:
+            raise (RobotStopped if "robot is stopped" in res.message else RuntimeError)(res.message)
+        return res, self.accepted(n0)
+
+    def event_after(self, n0: int, text: str, timeout: float = 60.0) -> str:
+        """The first hardware-node event after its ``n0``-th that contains ``text`` (RuntimeError
+        after ``timeout`` s of wall time: the node's broadcaster thread writes it)."""
+        found = lambda: next((e for e in self.events[n0:] if text in e), None)      # noqa: E731
+        if not _sleep_until(timeout, lambda: found() is not None):
+            raise RuntimeError(f"the hardware node did not say {text!r} within {timeout:g} s")
+        return found()
+
+    def push_wrench(self, force) -> float:
+        """Push the simulated platform with ``force`` (N, base_link; zeros: remove the push) while
+        the simulation is paused; the time it applies from (the node's event)."""
+        from geometry_msgs.msg import WrenchStamped
+        msg = WrenchStamped()
+        msg.header.frame_id = (self.args.prefix or "") + "base_link"
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(v) for v in force)
+        n0 = len(self.events)
+        self.wrench_pub.publish(msg)
+        text = self.event_after(n0, "plant external wrench")
+        m = re.search(r"(?:from|removed at) t = ([-0-9.e+]+) s", text)
+        if m is None:
+            raise Unsupported(text)
+        return float(m.group(1))
+
+    def monitoring(self):
+        """Step 8 (module docstring): a push during a time-optimal cycle, detected and stopped;
+        a reset; then single cycles with the simulated payload changed between them. The
+        figures go into :attr:`watch`."""
+        force = np.array([-PUSH_FORCE[kind_of(self.model)], 0.0, 0.0])
+        res, start = self.start_pick(1)
+        t_push = start + PUSH_AT * res.cycle_time
+        self.set_param(self.set_params, "pause_at", t_push)
+        self.pause(False)
+        self.wait_until(t_push)
+        n0 = len(self.events)
+        try:
+            applied = self.push_wrench(force)
+        except Unsupported as e:                        # a plant that takes no force (multibody)
+            self.say(f"no push: {e}")
+            self.play_until(start + res.duration)
+        else:
+            self.collision(force, n0, applied)
+        # the payload: detection off (a payload the model does not know is a platform force too)
+        self.set_param(self.set_params, "collision_threshold", [0.0, 0.0, 0.0])
+        try:
+            self.payloads()
+        except Unsupported as e:
+            self.say(f"no payload change: {e}")
+
+    def collision(self, force, n0: int, applied: float):
+        """The push ``force`` applied from ``applied`` (s): run until the collision stops the robot,
+        keep the figures, remove the push, reset and home."""
+        self.set_param(self.set_params, "pause_at", applied + 0.5)
+        self.pause(False)
+        text = self.event_after(n0, "collision on", timeout=self.NO_PROGRESS)
+        self.wait_until(applied + 0.5, stops_ok=True)
+        m = re.search(r"collision on (\S+) at t = ([-0-9.e+]+) s.*estimated force ([0-9.]+) N", text)
+        if m is None:
+            raise RuntimeError(f"unexpected collision event: {text}")
+        self.watch.update({"push_N": float(np.linalg.norm(force)), "joint": m.group(1),
+                           "detected_ms": 1e3 * (float(m.group(2)) - applied), "estimated_N": float(m.group(3))})
+        self.say(f"a {self.watch['push_N']:g} N push at the platform during a time-optimal cycle: {text}; "
+                 f"detected {self.watch['detected_ms']:.0f} ms after the push began")
+        self.push_wrench((0.0, 0.0, 0.0))
+        self.t_next = round((self.now() + self.GAP) / self.period) * self.period
+        reset = self._ask(self.reset, Trigger.Request(), resend=False)
+        if not reset.success:
+            raise RuntimeError(f"reset after the collision failed: {reset.message}")
+        self.home(self.q_start)
+
+    def payloads(self):
+        """Time-optimal cycles with the simulated payload changed between them (``PAYLOADS``); the
+        node's estimate and events after each run. Unsupported if the plant cannot change it."""
+        self.watch["payload"] = []
+        base = load_robot(self.out / "true_robot.yaml").mass.payload_mass     # plant_payload_mass is the whole payload
+        for extra in PAYLOADS:
+            try:
+                self.set_param(self.set_params, "plant_payload_mass", float(base + extra))
+            except RuntimeError as e:
+                raise Unsupported(str(e)) from None
+            n0 = len(self.events)
+            res, start = self.start_pick(PAYLOAD_CYCLES)
+            self.play_until(start + res.duration)
+            # two rests per cycle (the dwell at the place position, the end): the estimate at the end
+            rests = lambda: [e for e in self.events[n0:] if e.startswith("payload after the motion")]  # noqa: E731
+            if not _sleep_until(60.0, lambda: len(rests()) >= 2 * PAYLOAD_CYCLES):
+                raise RuntimeError(f"the hardware node gave {len(rests())} payload estimates for "
+                                   f"{PAYLOAD_CYCLES} cycles, not {2 * PAYLOAD_CYCLES}")
+            text = rests()[-1]
+            m = re.search(r"payload after the motion: ([-0-9.]+) ± ([0-9.]+) kg", text)
+            change = next((e for e in self.events[n0:] if e.startswith(("payload picked", "payload lost"))), "")
+            self.watch["payload"].append({"extra_kg": float(extra), "estimate_kg": float(m.group(1)),
+                                          "std_kg": float(m.group(2)), "event": change})
+            self.say(f"simulated payload +{extra:g} kg: {text}" + (f"; {change}" if change else ""))
+        self.set_param(self.set_params, "plant_payload_mass", float(base))
+
     def time_optimal(self, label):
         """The cycles' door retimed time-optimally (module docstring, step 7) as phase ``label``:
         ``~/pick`` from the pick to the place position while the simulation is paused (the
@@ -410,20 +543,10 @@ class Demo:
         same plan made here (:func:`delta_hardware.pick_run.plan_pick_run` with the node's
         planning model, its ``feedforward_robot``), checked against the node's cycle time."""
         from delta_hardware.pick_run import plan_pick_run      # in-function: scipy and toppra
-        from geometry_msgs.msg import Point
-        a, width, height = self.start, self.width, self.height
-        b = a + np.array([width, 0.0, 0.0])
-        blend = self.blend
-        plan = plan_pick_run(self.planning_model, self.q_start, a, b, height, blend, self.DWELL,
-                             self.args.cycles, limit_scale=self.limit_scale)
-        req = self.pick_client.srv_type.Request(from_point=Point(x=a[0], y=a[1], z=a[2]),
-                                                to_point=Point(x=b[0], y=b[1], z=b[2]), height=height,
-                                                blend=blend, dwell=self.DWELL, cycles=self.args.cycles)
-        n0, k0 = len(self.events), self.n_js
-        res = self._ask(self.pick_client, req, resend=False)          # a command: sent once
-        if not res.success:
-            raise (RobotStopped if "robot is stopped" in res.message else RuntimeError)(res.message)
-        start = self.accepted(n0)
+        plan = plan_pick_run(self.planning_model, self.q_start, self.start, self.place, self.height, self.blend,
+                             self.DWELL, self.args.cycles, limit_scale=self.limit_scale)
+        k0 = self.n_js
+        res, start = self.start_pick(self.args.cycles)
         if abs(res.cycle_time - plan.cycle_time) > 1e-9 or abs(res.duration - plan.duration) > 1e-9:
             raise RuntimeError(f"the node's pick plan ({res.cycle_time:.6f} s per cycle, {res.duration:.6f} s) "
                                f"is not the demo's ({plan.cycle_time:.6f} s, {plan.duration:.6f} s)")
@@ -482,6 +605,7 @@ class Demo:
         self.t_next = max(self.FIRST_START, st["time"] + self.GAP)
         self.start, self.width, self.height = pick_place_path(self.model)
         self.blend = min(0.01, 0.4 * self.height)       # a rise holds one blend
+        self.place = self.start + np.array([self.width, 0.0, 0.0])
         start = self.start
         self.cycle_traj = pick_place(start=tuple(start), width=self.width, height=self.height, lift_time=0.12,
                                      move_time=0.3, overlap=0.6,
@@ -505,7 +629,17 @@ class Demo:
             ff = self.get_param("feedforward_robot")        # the node plans with it (the identified robot)
             self.planning_model = model_for(load_robot(ff)) if ff else self.model
             self.limit_scale = float(self.get_param("motion_limit_scale"))
+            # step 8's thresholds come from step 7's motion: the observer on, the next motion watched
+            self.set_param(self.set_params, "monitoring", True)
+            n0 = len(self.events)
+            res = self._ask(self.calibrate, Trigger.Request(), resend=False)
+            if not res.success:
+                raise RuntimeError(f"calibrate_collision refused: {res.message}")
             self.with_recovery(self.time_optimal, TIME_OPTIMAL)
+            text = self.event_after(n0, "collision thresholds calibrated")
+            self.say(text)
+            self.watch["thresholds"] = text.split(": ", 1)[1]
+            self.monitoring()
         self.report()
 
     def run_and_report(self, stop):
@@ -543,9 +677,8 @@ class Demo:
         lines += [f"| {k} | {v['rms'] * 1e3:.3f} | {v['rms_mm']:.3f} |" for k, v in r.items()]
         lines += ["", f"Identified feedforward vs PD only: {ratio:.1f}x smaller RMS error; "
                       f"vs nominal feedforward: {nom / idf:.1f}x.", ""]
-        speed = self.speed_text()
-        if speed:
-            lines += [speed, ""]
+        speed, watch = self.speed_text(), self.watch_text()
+        lines += [x for part in (speed, watch) if part for x in (part, "")]
         lines += [timing, ""]
         lines += (["Disturbed run:"] + [f"- {d}" for d in self.disturbances] if self.disturbances
                   else ["Undisturbed run: no quick stop, no repeated phase."])
@@ -555,7 +688,7 @@ class Demo:
         (self.out / "demo_summary.md").write_text("\n".join(lines) + "\n")
         (self.out / "demo_results.json").write_text(json.dumps(
             {**{k: {"rms_rad": v["rms"], "rms_mm": v["rms_mm"]} for k, v in r.items()},
-             "cycle_time_s": self.cycle_times,
+             "cycle_time_s": self.cycle_times, "monitoring": self.watch,
              "improvement_vs_pd": ratio, "disturbances": self.disturbances, "clock": st.get("clock"),
              "meaningful": self.meaningful}, indent=2))
         self._plots()
@@ -564,8 +697,9 @@ class Demo:
             self.say(f"disturbed: {d}")
         self.say(f"identified feedforward cuts the RMS tracking error {ratio:.1f}x against PD only "
                  f"({nom / idf:.1f}x against the nominal feedforward)")
-        if speed:
-            self.say(speed)
+        for part in (speed, watch):
+            if part:
+                self.say(part)
         if not self.meaningful:
             self.say(f"FAILED: result not meaningful: {ratio:.1f}x against PD only (at least {MIN_IMPROVEMENT:g}x "
                      f"needed) and {nom / idf:.2f}x against the nominal feedforward (more than 1x needed)")
@@ -582,6 +716,18 @@ class Demo:
                 f"identified model): {best:.3f} s per cycle, {60 / best:.1f} picks/min, "
                 f"against {fixed:.3f} s, {60 / fixed:.1f} picks/min with the fixed timing ({100 * (1 - best / fixed):.0f} % "
                 f"shorter); RMS tracking error {r['rms'] * 1e3:.3f} {self.milli}, {r['rms_mm']:.3f} mm at the platform")
+
+    def watch_text(self) -> str:
+        """The sentence of step 8 (collision and payload; "" without it)."""
+        w = self.watch
+        if "detected_ms" not in w:
+            return ""
+        loads = "; ".join(f"+{p['extra_kg']:g} kg: {p['estimate_kg']:.3f} ± {p['std_kg']:.3f} kg"
+                          + (f" ({p['event'].split(':')[0]})" if p["event"] else "") for p in w.get("payload", []))
+        return (f"monitoring (thresholds from the time-optimal cycles: {w['thresholds']}): a {w['push_N']:g} N push "
+                f"during a cycle was detected {w['detected_ms']:.0f} ms after it began, on {w['joint']}, estimated "
+                f"{w['estimated_N']:.1f} N, and stopped the robot; payload estimated after {PAYLOAD_CYCLES} cycles each with the "
+                f"simulated payload changed (the controller's model unchanged): {loads}")
 
     def _plots(self):
         import matplotlib

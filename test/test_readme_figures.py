@@ -30,7 +30,9 @@ TOLERANCE = 0.01
 def test_the_readme_quotes_every_demo_variant():
     assert set(README) == set(readme_figures.VARIANTS), README
     for variant, figs in README.items():
-        assert set(figs) == {*readme_figures.PHASES, readme_figures.OPTIMAL, "vs_pd", "cycle_optimal"}, (variant, figs)
+        watch = {"detected_ms", "payload_kg"} if variant in ("explicit", "linear") else set()
+        assert set(figs) == {*readme_figures.PHASES, readme_figures.OPTIMAL, "vs_pd", "cycle_optimal", *watch}, \
+            (variant, figs)
 
 
 def test_a_changed_figure_is_found_in_the_readme_text():
@@ -38,7 +40,9 @@ def test_a_changed_figure_is_found_in_the_readme_text():
     empty parse)."""
     phases = (*readme_figures.PHASES, readme_figures.OPTIMAL)
     f = {v: {p: (10.0 * (k + 1), 1.0) for k, p in enumerate(phases)} | {
-        "vs_pd": 0.1, "vs_nominal": 2.0 / 3.0, "wall_s": 1.0, "cycle_fixed": 940.0, "cycle_optimal": 500.5}
+        "vs_pd": 0.1, "vs_nominal": 2.0 / 3.0, "wall_s": 1.0, "cycle_fixed": 940.0, "cycle_optimal": 500.5,
+        "push_N": 30.0, "detected_ms": 12.0, "estimated_N": 20.0, "payload_kg": 0.456, "payload_extra_kg": 0.5,
+        "payload_off_kg": 0.01}
          for v in readme_figures.VARIANTS}
     f["linear"]["PD only"] = (16.91, 10.0)
     f["linear"][readme_figures.OPTIMAL] = (0.1234, 0.1234)
@@ -49,6 +53,10 @@ def test_a_changed_figure_is_found_in_the_readme_text():
     assert parsed["mujoco"]["identified feedforward"] == 30.0 and parsed["explicit"]["vs_pd"] == 0.1
     assert parsed["mujoco"][readme_figures.OPTIMAL] == 40.0 and parsed["mujoco"]["cycle_optimal"] == 512.3
     assert parsed["linear"]["cycle_optimal"] == 500.5
+    f["explicit"]["detected_ms"], f["linear"]["payload_kg"] = 14.0, -0.042
+    parsed = readme_figures.parse(readme_figures.rewrite(text, readme_figures.blocks(f, "load 0")))
+    assert parsed["explicit"]["detected_ms"] == 14.0 and parsed["explicit"]["payload_kg"] == 0.456
+    assert parsed["linear"]["payload_kg"] == -0.042 and parsed["linear"]["detected_ms"] == 12.0
 
 
 #: the plant variants cost two more whole demos (about 3 min of CPU): not in `make test`,
@@ -89,5 +97,11 @@ def test_a_fresh_demo_run_prints_the_readme_figures(variant, tmp_path):
     # platform on every plant (the MuJoCo plant's is the target), no quick stop (undisturbed, above)
     assert got["cycle_optimal"] < 0.7 * got["cycle_fixed"], got
     assert res[readme_figures.OPTIMAL]["rms_mm"] <= 1.0, res[readme_figures.OPTIMAL]
+    # the monitoring phase (issue 21): the push is detected and stops the robot (undisturbed run:
+    # the stop was the expected one), the payload estimate moves toward the added mass and back
+    w = res["monitoring"]
+    assert 0 < w["detected_ms"] < 50 and 0 < w["estimated_N"] < 2 * w["push_N"], w
+    ref, on, off = (p["estimate_kg"] for p in w["payload"])
+    assert on - ref > 0.5 * got["payload_extra_kg"] and abs(off - ref) < 0.5 * got["payload_extra_kg"], w
     assert "Traceback" not in res["log"] and "identified feedforward cuts the RMS tracking error" in res["log"]
     assert "excitation trajectory from config/excitation/" in res["log"]       # the stored one

@@ -75,6 +75,14 @@ def figures(res: dict, linear: bool) -> dict:
     out = {p: (k * res[p]["rms_rad"], res[p]["rms_mm"]) for p in (*PHASES, OPTIMAL)}
     out["cycle_fixed"] = 1e3 * res["cycle_time_s"][PHASES[2]]            # ms
     out["cycle_optimal"] = 1e3 * res["cycle_time_s"][OPTIMAL]
+    w = res["monitoring"]
+    if "detected_ms" in w:                 # a plant that takes a push (not multibody)
+        out["push_N"], out["detected_ms"], out["estimated_N"] = w["push_N"], w["detected_ms"], w["estimated_N"]
+    if w.get("payload"):                   # a plant whose payload can change
+        loads = {p["extra_kg"]: p for p in w["payload"][1:]}              # the first run is the reference
+        out["payload_kg"] = loads[max(loads)]["estimate_kg"]
+        out["payload_extra_kg"] = max(loads)
+        out["payload_off_kg"] = w["payload"][-1]["estimate_kg"]
     out["vs_pd"] = out["PD only"][0] / out["identified feedforward"][0]
     out["vs_nominal"] = out["nominal feedforward"][0] / out["identified feedforward"][0]
     out["wall_s"] = res.get("wall_s", float("nan"))
@@ -91,6 +99,14 @@ def _speed(v: dict, unit: str, digits: int) -> str:
     return (f"{best:.1f} ms per cycle ({6e4 / best:.1f} picks/min) instead of {fixed:.0f} ms "
             f"({6e4 / fixed:.1f} picks/min), {100 * (1 - best / fixed):.0f} % shorter, tracked to {v[OPTIMAL][0]:.{digits}f} {unit} "
             f"({v[OPTIMAL][1]:.3f} mm at the platform)")
+
+
+def _watch(v: dict) -> str:
+    """The monitoring phase's sentence: the push detected, the payload estimated."""
+    return (f"a {v['push_N']:g} N push at the platform during a cycle is detected {v['detected_ms']:.0f} ms after "
+            f"it begins ({v['estimated_N']:.1f} N estimated) and stops the robot; with {v['payload_extra_kg']:g} kg "
+            f"more on the simulated platform\nthe payload estimate reads {v['payload_kg']:.3f} kg after three "
+            f"cycles, {v['payload_off_kg']:.3f} kg once it is off again")
 
 
 def blocks(f: dict, load: str) -> dict:
@@ -110,7 +126,8 @@ def blocks(f: dict, load: str) -> dict:
             f"({pd[1]:.1f} mm, {nom[1]:.2f} mm, {idf[1]:.3f} mm at the platform): {_x(e['vs_pd'])} better than "
             f"PD only,\n{_x(e['vs_nominal'])} better than the nominal model. Last, the same pick and place timed "
             "time-optimally by the\nhardware node with the identified model (`~/pick`, within 90 % of the robot "
-            f"file's limits):\n{_speed(e, 'mrad', 2)}.\nThe same figures on every machine and "
+            f"file's limits):\n{_speed(e, 'mrad', 2)}.\nWith the momentum observer on (thresholds from those "
+            f"cycles), {_watch(e)}.\nThe same figures on every machine and "
             "at any load\n(simulated time, a stored excitation): `tools/readme_figures.py` wrote them from a fresh "
             f"run\n({load}) and `test/test_readme_figures.py` checks them against one.*\n")
         out["performance"] = (
@@ -125,7 +142,7 @@ def blocks(f: dict, load: str) -> dict:
             "`delta-bringup --demo --robot colombo2020` runs the same session on a linear Delta (carriage\n"
             f"errors in mm: PD only {pd[0]:.2f} mm, nominal feedforward {nom[0]:.3f} mm, identified feedforward "
             f"{idf[0]:.4f} mm,\n{_x(lin['vs_pd'])} better than PD only, {_x(lin['vs_nominal'])} better than the "
-            f"nominal model; time-optimal cycles:\n{_speed(lin, 'mm', 4)}); "
+            f"nominal model; time-optimal cycles:\n{_speed(lin, 'mm', 4)}; {_watch(lin)}); "
             "`--plant mujoco` or `--plant multibody` runs\nit on a simulated robot whose structure "
             "differs from the controller's model\n"
             "([Plants](#plants-the-simulated-robot-need-not-be-the-controllers-model)).\n")
@@ -178,6 +195,10 @@ def parse(text: str) -> dict:
         fast = re.search(r"time-optimal cycles:\s*([0-9.]+) ms per cycle.*?tracked to ([0-9.]+) mm", lin, re.S)
         if fast:
             out["linear"].update({"cycle_optimal": float(fast.group(1)), OPTIMAL: float(fast.group(2))})
+    for name, variant in (("headline", "explicit"), ("linear", "linear")):
+        m = re.search(r"detected ([0-9.]+) ms after.*?payload estimate reads ([-0-9.]+) kg", b.get(name, ""), re.S)
+        if m and variant in out:
+            out[variant].update({"detected_ms": float(m.group(1)), "payload_kg": float(m.group(2))})
     return out
 
 
