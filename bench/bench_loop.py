@@ -123,10 +123,15 @@ def one_run(k: int, rate: float, seconds: float, busy: int, canopen: bool) -> di
             channel = f"239.74.163.2:{44000 + (os.getpid() + k) % 900}"
             # the drives: real ones answer in hardware; their simulator gets real-time priority where allowed
             rt = ["chrt", "-f", "45"] if _may_fifo() else []
-            procs.append(subprocess.Popen([*rt, "delta-drive-sim", "--interface", "udp_multicast", "--channel", channel,
-                                           "--robot", "nt_robot", "--drives-config", "generic_cia402"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+            # this interpreter's module, not a command that must be on PATH (make bench does not put .venv/bin there)
+            sim_log = open(f"/tmp/bench_loop_{os.getpid()}_{k}_drive_sim.log", "w")
+            sim = subprocess.Popen([*rt, sys.executable, "-m", "delta_hardware.canopen.sim_cli", "--interface",
+                                    "udp_multicast", "--channel", channel, "--robot", "nt_robot", "--drives-config",
+                                    "generic_cia402"], stdout=subprocess.DEVNULL, stderr=sim_log, env=env)
+            procs.append(sim)
             time.sleep(2.0)
+            if sim.poll() is not None:
+                raise RuntimeError(f"delta-drive-sim exited {sim.returncode} (its output: {sim_log.name})")
             args += ["-p", "hardware:=canopen", "-p", "can_interface:=udp_multicast", "-p", f"can_channel:={channel}"]
         log = open(f"/tmp/bench_loop_{os.getpid()}_{k}.log", "w")
         procs.append(subprocess.Popen([sys.executable, "-m", "delta_hardware.ros.hardware_node", "--ros-args", *args],
