@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from geometry_msgs.msg import Point, WrenchStamped
 from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
@@ -61,6 +62,7 @@ from delta_dynamics.identification.excitation import design_excitation as design
 from delta_dynamics.identification.excitation import load_excitation, preset_excitation
 from delta_dynamics.kinds import joint_units, kind_of, model_for
 from delta_dynamics.motion.trajectories import pick_place
+from delta_hardware.joint_plan import JointPlan
 from delta_hardware.ros.messages import to_duration, to_time
 
 
@@ -227,7 +229,6 @@ class Demo:
         except ImportError:
             self.pick_client = None
         self.cycle_times = {}                           # phase -> one cycle (s)
-        from geometry_msgs.msg import WrenchStamped
         self.wrench_pub = self.node.create_publisher(WrenchStamped, "delta_hardware/plant/external_wrench", 10)
         self.calibrate = self.node.create_client(Trigger, "delta_hardware/calibrate_collision")
         self.watch = {}                                 # step 8's figures
@@ -430,7 +431,6 @@ class Demo:
         """Ask ``~/pick`` for ``cycles`` time-optimal cycles from the pick to the place position
         (the simulation paused: the run starts when the loop takes it, the same time in every
         run); (its answer, the run's start time)."""
-        from geometry_msgs.msg import Point
         a, b = self.start, self.place
         req = self.pick_client.srv_type.Request(from_point=Point(x=a[0], y=a[1], z=a[2]),
                                                 to_point=Point(x=b[0], y=b[1], z=b[2]), height=self.height,
@@ -452,7 +452,6 @@ class Demo:
     def push_wrench(self, force) -> float:
         """Push the simulated platform with ``force`` (N, base_link; zeros: remove the push) while
         the simulation is paused; the time it applies from (the node's event)."""
-        from geometry_msgs.msg import WrenchStamped
         msg = WrenchStamped()
         msg.header.frame_id = (self.args.prefix or "") + "base_link"
         msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(v) for v in force)
@@ -552,13 +551,10 @@ class Demo:
                                f"is not the demo's ({plan.cycle_time:.6f} s, {plan.duration:.6f} s)")
         self.play_until(start + plan.duration)
         self.cycle_times[label] = plan.cycle_time
-        knots = plan.knots
-        c = knots.coefficients()                                     # (K-1, 6, 3) quintics
+        ref = JointPlan(0.0, plan.knots.t, plan.knots.coefficients())     # the quintics the loop follows
 
         def q_ref(ts):
-            k = np.clip(np.searchsorted(knots.t, ts, side="right") - 1, 0, len(knots.t) - 2)
-            u = ts - knots.t[k]
-            return np.einsum("np,npj->nj", u[:, None] ** np.arange(6), c[k])
+            return ref.sample_many(ts)[0]
 
         self.record(label, k0, start, plan.duration, q_ref, lambda ts: forward_kinematics(self.model, q_ref(ts)))
 
