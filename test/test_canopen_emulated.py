@@ -26,7 +26,7 @@ import pytest
 from canopen_helpers import multicast_channel, unique_channel, wait_until
 from delta_dynamics.rotary.model import RotaryModel
 from delta_hardware.canopen.backend import CanopenDriveSet
-from delta_hardware.canopen.bus import open_bus, receive_stats
+from delta_hardware.canopen.bus import DRIVE_RECEIVES, MASTER_RECEIVES, open_bus, receive_stats
 from delta_hardware.control_loop import ControlLoop, LoopConfig
 from delta_hardware.drives import DriveError, DriveState
 from delta_hardware.trajectory_plan import build_plan
@@ -289,6 +289,33 @@ def test_the_receive_buffer_is_sized_and_its_drops_are_counted():
         assert r["receive_buffer"] >= min(8 << 20, rmem_max) and r["dropped"] == 0
         d = drives.diagnostics()
         assert d["bus_frames_dropped"] == "0" and int(d["bus_receive_buffer_bytes"]) == r["receive_buffer"]
+
+
+def test_master_and_drives_each_read_only_the_frames_meant_for_them():
+    """On udp_multicast every member hears every datagram, its own included: the master's bus
+    reads the drives' frames (EMCY, TPDOs, SDO answers, heartbeats; SYNC passes), not its own
+    RPDOs, SDO requests or NMT; the drives' bus the reverse. Each frame sent by a third bus."""
+    pytest.importorskip("msgpack", reason="python-can's udp_multicast needs msgpack (python-can[multicast])")
+    channel = multicast_channel(13)
+    master = open_bus("udp_multicast", channel, receives=MASTER_RECEIVES)
+    drive = open_bus("udp_multicast", channel, receives=DRIVE_RECEIVES)
+    sender = open_bus("udp_multicast", channel)
+    from_drives = [0x081, 0x181, 0x281, 0x381, 0x481, 0x581, 0x701, 0x7E4]
+    from_master = [0x000, 0x201, 0x301, 0x401, 0x501, 0x601]
+    try:
+        for cob in [*from_drives, 0x080, *from_master]:
+            sender.send(can.Message(arbitration_id=cob, data=b"\x01", is_extended_id=False))
+
+        def heard(bus):
+            got = []
+            while (m := bus.recv(0.5)) is not None:
+                got.append(m.arbitration_id)
+            return got
+        assert heard(master) == [*from_drives, 0x080]
+        assert heard(drive) == [0x701, 0x080, *from_master]       # heartbeats are even codes: they pass too
+    finally:
+        for b in (master, drive, sender):
+            b.shutdown()
 
 
 # ---------------------------------------------------------------------------- D: the receiver

@@ -60,7 +60,7 @@ from delta_core.robot_file import RobotFileError, load_robot
 from delta_hardware import cia402
 from delta_hardware.canopen import startup
 from delta_hardware.canopen.axis import Axis
-from delta_hardware.canopen.bus import RECEIVE_BUFFER, open_bus, receive_stats
+from delta_hardware.canopen.bus import MASTER_RECEIVES, RECEIVE_BUFFER, open_bus, receive_stats
 from delta_hardware.canopen.config import DrivesConfigError, load_drives_config
 from delta_hardware.canopen.cyclic import CyclicExchange, hold_targets
 from delta_hardware.canopen.monitor import Monitor
@@ -139,7 +139,8 @@ class CanopenDriveSet(DriveSet):
                 except Exception as e:                   # python-can errors opening the bus
                     raise DriveError(f"cannot open CAN bus {self.where} for the simulated drives: {e}") from None
             try:
-                bus = open_bus(interface, channel, receive_buffer=receive_buffer, **(bus_options or {}))
+                bus = open_bus(interface, channel, receive_buffer=receive_buffer, receives=MASTER_RECEIVES,
+                               **(bus_options or {}))
             except Exception as e:
                 raise DriveError(f"cannot open CAN bus {self.where}: {e}") from None
             self.network = canopen.Network(bus)

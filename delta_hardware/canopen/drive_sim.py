@@ -50,7 +50,7 @@ from canopen import LocalNode
 from delta_core.robot_file import load_robot
 from delta_hardware import cia402
 from delta_hardware.canopen import object_dictionary as odict
-from delta_hardware.canopen.bus import open_bus
+from delta_hardware.canopen.bus import DRIVE_RECEIVES, open_bus
 from delta_hardware.canopen.receiver import ReceiverWatch
 from delta_hardware.canopen.startup import SIMULATED_DEVICE
 from delta_hardware.cia402 import Command, State
@@ -421,7 +421,7 @@ class SimulatedCia402Drives:
         self._sync_periods = np.zeros(100000)
         self._closing = threading.Event()
         self.interface, self.channel = interface, channel
-        self.bus = open_bus(interface, channel, **(bus_options or {}))
+        self.bus = open_bus(interface, channel, receives=DRIVE_RECEIVES, **(bus_options or {}))
         self.network = canopen.Network(self.bus)
         self.network.NOTIFIER_CYCLE = 0.05
         self.drives: list[SimulatedDrive | None] = []
