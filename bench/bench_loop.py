@@ -11,7 +11,13 @@ load, then the loop's own statistics from ``~/status`` (every period since the s
 period p99.9 <= 2 periods, at 500 Hz and 1 kHz; the same with CiA 402 drives simulated in their
 own process (``delta-drive-sim`` on ``udp_multicast``, ``--canopen``).
 
-Usage: python bench/bench_loop.py [--runs 10] [--seconds 20] [--busy 2] [--rates 500 1000] [--canopen]
+``--canopen --pin``: the loop thread pinned to CPU 0 (``cpu_affinity:=0``) and the drive
+simulator to the last CPU. An experiment (docs/timing.md, "The kernel's share for ordinary
+processes"): at 1 kHz the simulator and the loop's threads, all SCHED_FIFO, need about 1.4 of
+2 CPUs; floating, they sometimes fill one CPU for a second, and Linux then gives that CPU's
+ordinary processes 50 ms, which stops the loop for 50-78 ms.
+
+Usage: python bench/bench_loop.py [--runs 10] [--seconds 20] [--busy 2] [--rates 500 1000] [--canopen [--pin]]
 Prints one line per run and a table; the load it ran at (1-minute load average before and after).
 """
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -113,19 +120,23 @@ def client(seconds: float) -> dict:
         rclpy.shutdown()
 
 
-def one_run(k: int, rate: float, seconds: float, busy: int, canopen: bool) -> dict:
+def one_run(k: int, rate: float, seconds: float, busy: int, canopen: bool, pin: bool = False) -> dict:
     env = dict(os.environ, ROS_DOMAIN_ID=str(10 + (os.getpid() + k) % 80), PYTHONUNBUFFERED="1")
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     procs = []
     try:
         args = ["-p", "use_sim_time:=false", "-p", f"control_rate:={rate}"]
+        sim_cpu = []
+        if pin:                                           # the loop on CPU 0, the drives' stand-in on the last one
+            args += ["-p", "cpu_affinity:=0"]
+            sim_cpu = ["taskset", "-c", str(os.cpu_count() - 1)]
         if canopen:
             channel = f"239.74.163.2:{44000 + (os.getpid() + k) % 900}"
             # the drives: real ones answer in hardware; their simulator gets real-time priority where allowed
             rt = ["chrt", "-f", "45"] if _may_fifo() else []
             # this interpreter's module, not a command that must be on PATH (make bench does not put .venv/bin there)
             sim_log = open(f"/tmp/bench_loop_{os.getpid()}_{k}_drive_sim.log", "w")
-            sim = subprocess.Popen([*rt, sys.executable, "-m", "delta_hardware.canopen.sim_cli", "--interface",
+            sim = subprocess.Popen([*sim_cpu, *rt, sys.executable, "-m", "delta_hardware.canopen.sim_cli", "--interface",
                                     "udp_multicast", "--channel", channel, "--robot", "nt_robot", "--drives-config",
                                     "generic_cia402"], stdout=subprocess.DEVNULL, stderr=sim_log, env=env)
             procs.append(sim)
@@ -158,18 +169,24 @@ def main():
     ap.add_argument("--busy", type=int, default=2)
     ap.add_argument("--rates", type=float, nargs="+", default=[500.0, 1000.0])
     ap.add_argument("--canopen", action="store_true", help="CiA 402 drives simulated by delta-drive-sim")
+    ap.add_argument("--pin", action="store_true", help="with --canopen: the loop thread on CPU 0, the drive "
+                    "simulator on the last CPU")
     ap.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.client:
         print(json.dumps(client(args.seconds)))
         return
     load0 = os.getloadavg()[0]
+    pin = args.canopen and args.pin and (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
     print(f"machine: {describe()}", flush=True)
+    if args.canopen:
+        print(f"pinning: {f'loop thread on CPU 0, delta-drive-sim on CPU {os.cpu_count() - 1}' if pin else 'none'}",
+              flush=True)
     rows = []
     for rate in args.rates:
         p999, worst, stalls, failed = [], [], 0, 0
         for k in range(args.runs):
-            res = one_run(k, rate, args.seconds, args.busy, args.canopen)
+            res = one_run(k, rate, args.seconds, args.busy, args.canopen, pin)
             st, events = res["status"], res["events"]
             stall = sum("control loop stalled" in e for e in events)
             stalls += stall
@@ -184,7 +201,8 @@ def main():
                   f"{stall} stall quick stops, stopped: {st.get('stopped') or 'no'}; {refused}", flush=True)
         period = 1e3 / rate
         ok = stalls == 0 and failed == 0 and p999 and max(p999) <= 2 * period
-        rows.append(f"| {'CANopen (delta-drive-sim)' if args.canopen else 'simulated drives'}, {rate:g} Hz, "
+        what = ("CANopen (delta-drive-sim" + (", pinned" if pin else "") + ")") if args.canopen else "simulated drives"
+        rows.append(f"| {what}, {rate:g} Hz, "
                     f"{args.runs} fresh starts, {args.busy} busy | {stalls} stall quick stops, p99.9 "
                     f"{max(p999) if p999 else float('nan'):.3f} ms (worst run), max "
                     f"{max(worst) if worst else float('nan'):.2f} ms{f', {failed} runs without status' if failed else ''}"
