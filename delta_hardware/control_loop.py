@@ -604,7 +604,9 @@ class ControlLoop:
         if not self._was_controlling or interval <= 0.0 or not self._monitored:
             mon.restart()
         self._monitored = True
-        hit = mon.update(q, qd, tau, interval if interval > 0.0 else self.period)
+        last = self._last_sp                       # the setpoint the effort ``tau`` followed
+        moving = last is not None and bool(np.any(np.asarray(last.qd) != 0.0))
+        hit = mon.update(q, qd, tau, interval if interval > 0.0 else self.period, moving)
         return collision_text(hit, self.model.joint_names, self.units, now) if hit is not None else ""
 
     def _setpoint(self, now, q, events):

@@ -10,9 +10,13 @@ drives, an exchange held back) restarts the observer at the next one (its residu
 across a stop the brakes, not the model, moved the joints.
 
 The payload (kg, with its standard deviation: :attr:`LoopMonitor.payload`) is estimated every
-cycle from the same residual (:class:`~delta_dynamics.monitoring.payload.PayloadEstimator`,
-about the last second of motion or rest); it is what the model's platform mass lacks, NaN
-before the first cycle.
+cycle from the same residual (:class:`~delta_dynamics.monitoring.payload.PayloadEstimator`);
+it is what the model's platform mass lacks, NaN before the first cycle. During a motion (the
+setpoint moving) and after it, it is the least-squares fit of that whole motion, without
+forgetting and without the rest before it (:data:`MOTION_MIN` s of motion at least: the batch
+``estimate_record`` of the motion, sample by sample; at rest a joint's static friction is
+anything within its break-away effort, which the model cannot know and which would bias the
+fit); before the first such motion, the running estimate of about the last second.
 
 With thresholds set (:attr:`LoopMonitor.thresholds`, all three > 0; all zero: detection off),
 :meth:`LoopMonitor.update` also returns a :class:`~delta_dynamics.monitoring.collision.Collision`
@@ -48,6 +52,8 @@ from delta_dynamics.monitoring.observer import GAIN_DEFAULT, MomentumObserver, c
 from delta_dynamics.monitoring.payload import PayloadEstimator
 
 NAN3 = (math.nan,) * 3
+#: s of motion before the payload is that motion's fit rather than the running estimate
+MOTION_MIN = 0.1
 #: the CPU one :meth:`LoopMonitor.update` costs (observer, detection, payload), as
 #: ``bench/bench_monitoring.py --speed`` measures it on the shared 2-core host at load 3-9 (LoopMonitor.update
 #: row: median 55-100 us per call; in the loop holding still, +60-90 us per cycle against 190-315 us
@@ -105,6 +111,10 @@ class LoopMonitor:
         self.payload = (math.nan, math.nan)    # estimated payload and its standard deviation (kg)
         self._estimator = PayloadEstimator(model, self.observer.gain)
         self._pstate = None
+        self._motion_estimator = PayloadEstimator(model, self.observer.gain, memory=math.inf)
+        self._mstate = None                # the sums of the motion under way or last made (no forgetting)
+        self._mtime = 0.0                  # s of that motion observed
+        self._moving = False
         self._pending = None               # (model, observer, thresholds, detector) from configure
 
     def _detector(self):
@@ -117,7 +127,9 @@ class LoopMonitor:
         if pending is not None:
             self.model, self.observer, self.thresholds, self.detector = pending
             self._estimator = PayloadEstimator(self.model, self.observer.gain)
-            self.state = self._pstate = None
+            self._motion_estimator = PayloadEstimator(self.model, self.observer.gain, memory=math.inf)
+            self.state = self._pstate = self._mstate = None
+            self._moving = False
 
     def configure(self, model=None, gain=None, thresholds=None) -> None:
         """Change the model, the gain (1/s) or the thresholds (ValueError for a bad one, nothing
@@ -135,18 +147,20 @@ class LoopMonitor:
         with their forgetting, are kept)."""
         self.state = None
         self.residual = self.force = NAN3
+        self._moving = False               # a motion cut by the restart is not fitted on
 
     def off(self) -> None:
         """Monitoring turned off (the loop thread): forget the run and the payload estimate; every
         output NaN until the next :meth:`update` starts afresh from the state then."""
         self.restart()
-        self._pstate = None
+        self._pstate = self._mstate = None
         self.payload = (math.nan, math.nan)
 
-    def update(self, q, qd, tau, dt: float) -> Collision | None:
+    def update(self, q, qd, tau, dt: float, moving: bool = False) -> Collision | None:
         """One cycle: the measured joint state (q, q_dot), the effort ``tau`` applied over the
-        ``dt`` s since the previous cycle. Sets :attr:`residual` and :attr:`force`; the
-        collision if a joint is over its threshold, else None."""
+        ``dt`` s since the previous cycle, whether the setpoint moved over it (``moving``: a
+        motion's samples are fitted on their own). Sets :attr:`residual`, :attr:`force` and
+        :attr:`payload`; the collision if a joint is over its threshold, else None."""
         if self._pending is not None:
             self._take_pending()
         st = self.state
@@ -160,9 +174,21 @@ class LoopMonitor:
                 self._pstate.psi = (0.0, 0.0, 0.0)    # filtered as the residual, which restarts at 0
                 self._pstate.Xd = st.Xd
         else:
+            ps = self._pstate
+            if moving and not self._moving:           # a motion starts: its own sums, the filter running on
+                self._mstate = self._motion_estimator.start(ps.Xd)
+                self._mstate.psi = ps.psi
+                self._mtime = 0.0
             r = self.observer.update(st, q, qd, tau, dt)
-            self._estimator.update(self._pstate, st.X, st.Xd, r, dt, st.Jinv)
-            est = self._estimator.estimate(self._pstate, dt)
+            if moving:
+                self._motion_estimator.update(self._mstate, st.X, st.Xd, r, dt, st.Jinv)
+                self._mtime += dt
+            self._moving = moving
+            self._estimator.update(ps, st.X, st.Xd, r, dt, st.Jinv)
+            if self._mstate is not None and self._mtime >= MOTION_MIN:
+                est = self._motion_estimator.estimate(self._mstate, dt)
+            else:
+                est = self._estimator.estimate(ps, dt)
             self.payload = (est.mass, est.std)
         r0, r1, r2 = self.residual = tuple(r.tolist())
         (j00, j01, j02), (j10, j11, j12), (j20, j21, j22) = st.J      # F = J^T r
