@@ -128,8 +128,8 @@ PUSH_FORCE = {"rotary": 30.0, "linear": 10.0}
 PUSH_AT = 0.2
 #: kg added to the simulated robot's payload for each single cycle of step 8 (0: as identified)
 PAYLOADS = (0.0, 0.5, 0.0)
-#: time-optimal cycles per payload (the node's estimate forgets over about 1 s)
-PAYLOAD_CYCLES = 3
+#: time-optimal cycles per payload (the node's estimate after a motion is the fit of that motion alone)
+PAYLOAD_CYCLES = 1
 #: the phase label of the time-optimal cycles (step 7)
 TIME_OPTIMAL = "time-optimal, identified feedforward"
 #: the identified feedforward must cut the RMS tracking error at least this much against PD only
@@ -513,6 +513,7 @@ class Demo:
         """Time-optimal cycles with the simulated payload changed between them (``PAYLOADS``); the
         node's estimate and events after each run. Unsupported if the plant cannot change it."""
         self.watch["payload"] = []
+        self.watch["payload_cycles"] = PAYLOAD_CYCLES
         base = load_robot(self.out / "true_robot.yaml").mass.payload_mass     # plant_payload_mass is the whole payload
         for extra in PAYLOADS:
             try:
@@ -722,7 +723,7 @@ class Demo:
                           + (f" ({p['event'].split(':')[0]})" if p["event"] else "") for p in w.get("payload", []))
         return (f"monitoring (thresholds from the time-optimal cycles: {w['thresholds']}): a {w['push_N']:g} N push "
                 f"during a cycle was detected {w['detected_ms']:.0f} ms after it began, on {w['joint']}, estimated "
-                f"{w['estimated_N']:.1f} N, and stopped the robot; payload estimated after {PAYLOAD_CYCLES} cycles each with the "
+                f"{w['estimated_N']:.1f} N, and stopped the robot; payload estimated after {PAYLOAD_CYCLES} cycle{'s' if PAYLOAD_CYCLES != 1 else ''} each with the "
                 f"simulated payload changed (the controller's model unchanged): {loads}")
 
     def _plots(self):

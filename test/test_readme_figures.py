@@ -99,9 +99,15 @@ def test_a_fresh_demo_run_prints_the_readme_figures(variant, tmp_path):
     assert res[readme_figures.OPTIMAL]["rms_mm"] <= 1.0, res[readme_figures.OPTIMAL]
     # the monitoring phase (issue 21): the push is detected and stops the robot (undisturbed run:
     # the stop was the expected one), the payload estimate moves toward the added mass and back
+    # (the multibody plant takes neither a push nor a payload: the demo says so and goes on)
     w = res["monitoring"]
-    assert 0 < w["detected_ms"] < 50 and 0 < w["estimated_N"] < 2 * w["push_N"], w
-    ref, on, off = (p["estimate_kg"] for p in w["payload"])
-    assert on - ref > 0.5 * got["payload_extra_kg"] and abs(off - ref) < 0.5 * got["payload_extra_kg"], w
+    assert ("detected_ms" in w) == (variant != "multibody") == bool(w.get("payload")), w
+    if variant != "multibody":
+        assert 0 < w["detected_ms"] < 50 and 0 < w["estimated_N"] < 2 * w["push_N"], w
+        ref, on, off = (p["estimate_kg"] for p in w["payload"])
+        assert on - ref > 0.5 * got["payload_extra_kg"] and abs(off - ref) < 0.5 * got["payload_extra_kg"], w
+        # after one cycle, against the run at the robot's own payload: within 20 g or 5 % (issue 21)
+        extra = got["payload_extra_kg"]
+        assert abs((on - ref) - extra) <= max(0.02, 0.05 * extra) and abs(off - ref) <= max(0.02, 0.05 * extra), w
     assert "Traceback" not in res["log"] and "identified feedforward cuts the RMS tracking error" in res["log"]
     assert "excitation trajectory from config/excitation/" in res["log"]       # the stored one
