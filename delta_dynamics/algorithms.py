@@ -26,6 +26,9 @@ colombo2020 True N (3,)
 """
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 
 from delta_dynamics.common import integrate
@@ -104,6 +107,29 @@ def inverse_dynamics(m, X, Xd, Xdd, F_P=None, friction: bool = True):
     """Joint efforts (N m or N) that move the platform along (X, X_dot, X_ddot):
     J^-T (M X_dd + C X_d + G - F_P) + friction (Asadi eq. 39; Colombo eq. 14)."""
     return m.ops.inverse_dynamics(m, X, Xd, Xdd, F_P, friction)
+
+
+def model_with_payload(model, mass: float):
+    """``model`` carrying ``mass`` kg more at the platform centre: its lumped platform mass m_x
+    plus ``mass`` (M -> M + mass I, G -> G + mass g e_z: the same as a platform force
+    -mass (X_ddot + g e_z)), everything else as it was; ``mass`` 0 gives ``model`` itself.
+    ValueError for a mass that is not finite or would leave m_x at or below 0.
+
+    >>> from delta_dynamics.kinds import model_for
+    >>> m = model_for("nt_robot")
+    >>> X, Xd, Xdd = [0.0, 0.0, -0.8], [0.5, 0.0, 0.0], [0.0, 2.0, 1.0]
+    >>> heavier = inverse_dynamics(model_with_payload(m, 0.5), X, Xd, Xdd)
+    >>> pushed = inverse_dynamics(m, X, Xd, Xdd, F_P=-0.5 * (np.array(Xdd) + [0.0, 0.0, m.g]))
+    >>> bool(np.allclose(heavier, pushed, rtol=1e-12, atol=1e-12))
+    True
+    """
+    mass = float(mass)
+    if not math.isfinite(mass) or model.params.m_x + mass <= 0.0:
+        raise ValueError(f"payload {mass!r} kg: must be finite and leave the platform mass m_x "
+                         f"({model.params.m_x:g} kg) above 0")
+    if mass == 0.0:
+        return model
+    return model.with_parameters(dataclasses.replace(model.params, m_x=model.params.m_x + mass))
 
 
 def forward_dynamics(m, X, Xd, tau, F_P=None, friction: bool = True):

@@ -32,14 +32,14 @@ without ``per_arm`` refuses such a file.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from abc import ABC, abstractmethod
 
 import numpy as np
 
 from delta_core.plugins import PluginError, Registry
-from delta_dynamics.algorithms import forward_kinematics, inverse_kinematics, joint_state, step, workspace_centre
+from delta_dynamics.algorithms import (forward_kinematics, inverse_kinematics, joint_state, model_with_payload, step,
+                                      workspace_centre)
 from delta_dynamics.kinds import model_for
 
 
@@ -141,8 +141,7 @@ class ExplicitPlant(Plant):
         """The simulated payload becomes ``mass`` kg: the plant's model gets m_x + (mass - the
         payload it had); the platform state is kept."""
         mass = check_payload(mass)
-        p = self.model.params
-        self.model = self.model.with_parameters(dataclasses.replace(p, m_x=p.m_x + mass - self.payload_mass))
+        self.model = model_with_payload(self.model, mass - self.payload_mass)
         self.payload_mass = mass
 
     def place(self, q) -> None:
