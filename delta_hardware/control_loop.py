@@ -32,13 +32,14 @@ longer, as on a real robot), then reads fresh feedback and computes.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from delta_dynamics.algorithms import inverse_dynamics_sample, joint_units
+from delta_dynamics.algorithms import inverse_dynamics_sample, joint_units, model_with_payload
 from delta_hardware.drives.interface import DriveError, DriveState, Mode
 from delta_hardware.loop_config import LoopConfig, gain_limits  # noqa: F401 - re-exported
 from delta_hardware.loop_monitor import LoopMonitor, collision_text
@@ -166,6 +167,8 @@ class ControlLoop:
         self.ff_model = model                 # the model of the in-process feedforward
         self.ff_function = None               # or a function of the setpoint that replaces it
         self._ff_last = (None, None, None)    # (model, setpoint floats, effort): a held setpoint's repeat
+        self._ff_payload = (None, 0.0, None)  # (ff_model, kg, the model carrying kg): payload_feedforward
+        self.payload_in_feedforward = 0.0     # kg the feedforward carries beyond ff_model
         self.drives = drives
         self.cfg = config or LoopConfig()
         self.period = 1.0 / self.cfg.rate
@@ -328,7 +331,7 @@ class ControlLoop:
 
     def reconfigure(self, feedforward=None, model=None, kp=None, kd=None, function=None,
                     observer_gain=None, collision_threshold=None, monitoring=None, collision_reaction=None,
-                    retract_distance=None) -> None:
+                    retract_distance=None, payload_feedforward=None) -> None:
         """Change the control law while running: feedforward source, the model used for the
         in-process feedforward (e.g. identified parameters; the observer's too), the gains, or a function
         ``f(setpoint) -> tau`` that replaces the in-process model (e.g. the dynamics node's
@@ -336,8 +339,14 @@ class ControlLoop:
         collision thresholds (:class:`~delta_hardware.loop_monitor.LoopMonitor`); ``monitoring``
         (bool) runs the monitor each cycle or not at all (turned on, the observer starts from the
         state at the next controlling cycle; off, its outputs are NaN); the collision reaction
-        (``stop`` or ``retract``) and the retract's distance (m), for the next collision."""
+        (``stop`` or ``retract``) and the retract's distance (m), for the next collision;
+        ``payload_feedforward`` (bool): the in-process model's feedforward carries the payload the
+        monitor read over the last motion (:func:`~delta_dynamics.algorithms.model_with_payload`)."""
         with self._lock:
+            if payload_feedforward is not None:
+                if not isinstance(payload_feedforward, bool):
+                    raise ValueError(f"payload_feedforward must be true or false, got {payload_feedforward!r}")
+                self.cfg.payload_feedforward = payload_feedforward
             if collision_reaction is not None:
                 self.cfg.collision_reaction = check_reaction(collision_reaction)
             if retract_distance is not None:
@@ -668,12 +677,30 @@ class ControlLoop:
         ``ff_function`` where one is set."""
         if self.ff_function is not None:
             return self.ff_function(sp)
-        m, key = self.ff_model, (*sp.q.tolist(), *sp.qd.tolist(), *sp.qdd.tolist())
+        m, key = self._payload_model(), (*sp.q.tolist(), *sp.qd.tolist(), *sp.qdd.tolist())
         last_m, last_key, effort = self._ff_last
         if m is not last_m or key != last_key:         # holding still repeats the last setpoint
             effort = np.array(inverse_dynamics_sample(m, key[:3], key[3:6], key[6:]))
             self._ff_last = (m, key, effort)
         return effort.copy()
+
+    def _payload_model(self):
+        """The in-process feedforward's model: ``ff_model``, carrying the payload the monitor read
+        over the last motion when ``payload_feedforward`` is on (and monitoring; the observer keeps
+        ``ff_model``, so what it reads stays the whole payload the model lacks). Rebuilt only when
+        that estimate changes (once per motion)."""
+        kg = self.monitor.motion_payload[0] if (self.cfg.payload_feedforward and self.monitoring) else 0.0
+        if not math.isfinite(kg):
+            kg = 0.0
+        base, last_kg, model = self._ff_payload
+        if base is not self.ff_model or kg != last_kg:
+            try:
+                model = model_with_payload(self.ff_model, kg)
+            except ValueError:                       # an estimate that would leave no platform mass: not used
+                model, kg = self.ff_model, 0.0
+            self._ff_payload = (self.ff_model, kg, model)
+            self.payload_in_feedforward = kg
+        return model
 
     def _check_limits(self, q, qd) -> str:
         m = self.cfg.position_margin

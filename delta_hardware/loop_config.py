@@ -43,6 +43,7 @@ class LoopConfig:
     collision_threshold: tuple = (0.0, 0.0, 0.0)    # N m (N) per joint; all 0: no collision detection
     collision_reaction: str = "stop"          # stop (latched quick stop) | retract (back along the path, then stop)
     retract_distance: float = DISTANCE_DEFAULT     # m of platform path a retract goes back (delta_hardware.retract)
+    payload_feedforward: bool = False         # add the payload of the last motion (monitoring) to the model's feedforward
 
     def __post_init__(self):
         self.rate = check_control_rate(self.rate)
@@ -51,6 +52,8 @@ class LoopConfig:
         self.monitoring = check_monitoring(self.monitoring, self.collision_threshold)
         self.collision_reaction = check_reaction(self.collision_reaction)
         self.retract_distance = check_distance(self.retract_distance)
+        if not isinstance(self.payload_feedforward, bool):
+            raise ValueError(f"payload_feedforward must be true or false, got {self.payload_feedforward!r}")
         for name in ("kp", "kd"):
             v = tuple(float(x) for x in getattr(self, name))
             if len(v) != 3 or not all(math.isfinite(x) and x >= 0 for x in v):
@@ -185,6 +188,10 @@ class LoopRules:
             return {"collision_reaction": check_reaction(value)}
         if name == "retract_distance":
             return {"retract_distance": check_distance(value)}
+        if name == "payload_feedforward":
+            if not isinstance(value, bool):
+                raise ValueError(f"payload_feedforward must be true or false, got {value!r}")
+            return {"payload_feedforward": value}
         raise ValueError(f"{name} can only change while unconfigured (deactivate, cleanup, set, configure)")
 
 

@@ -115,6 +115,7 @@ class LoopMonitor:
         self._mstate = None                # the sums of the motion under way or last made (no forgetting)
         self._mtime = 0.0                  # s of that motion observed
         self._moving = False
+        self.motion_payload = (math.nan, math.nan)    # the fit of the last motion that ended (kg, kg)
         self._pending = None               # (model, observer, thresholds, detector) from configure
 
     def _detector(self):
@@ -130,6 +131,7 @@ class LoopMonitor:
             self._motion_estimator = PayloadEstimator(self.model, self.observer.gain, memory=math.inf)
             self.state = self._pstate = self._mstate = None
             self._moving = False
+            self.motion_payload = (math.nan, math.nan)
 
     def configure(self, model=None, gain=None, thresholds=None) -> None:
         """Change the model, the gain (1/s) or the thresholds (ValueError for a bad one, nothing
@@ -154,7 +156,7 @@ class LoopMonitor:
         output NaN until the next :meth:`update` starts afresh from the state then."""
         self.restart()
         self._pstate = self._mstate = None
-        self.payload = (math.nan, math.nan)
+        self.payload = self.motion_payload = (math.nan, math.nan)
 
     def update(self, q, qd, tau, dt: float, moving: bool = False) -> Collision | None:
         """One cycle: the measured joint state (q, q_dot), the effort ``tau`` applied over the
@@ -183,6 +185,9 @@ class LoopMonitor:
             if moving:
                 self._motion_estimator.update(self._mstate, st.X, st.Xd, r, dt, st.Jinv)
                 self._mtime += dt
+            elif self._moving and self._mtime >= MOTION_MIN:   # a motion ended: its payload, for the feedforward
+                est = self._motion_estimator.estimate(self._mstate, dt)
+                self.motion_payload = (est.mass, est.std)
             self._moving = moving
             self._estimator.update(ps, st.X, st.Xd, r, dt, st.Jinv)
             if self._mstate is not None and self._mtime >= MOTION_MIN:

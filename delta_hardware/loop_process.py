@@ -333,6 +333,7 @@ class LoopProcess:
         st = {"stopped": loop.stopped_reason or self.failure, "drives": self.drives.state.value,
               "running": th is not None and th.running, "period": loop.period, "late_cycles": loop.late.total,
               "feedforward": loop.cfg.feedforward, "feedforward_topic_silent": loop.ff_silent,
+              "payload_in_feedforward_kg": loop.payload_in_feedforward,
               "recovering": loop.recovering, **loop.stats.summary()}
         if isinstance(th, SimTimeLoopThread):
             st.update(pacing_restarts=th.restarts, paused=th.paused, real_time_factor_achieved=th.achieved_factor())

@@ -491,3 +491,39 @@ def test_collision_thresholds_need_monitoring():
     with pytest.raises(ValueError, match="collision detection needs monitoring: true"):
         LoopConfig(rate=1 / DT, collision_threshold=(2.0, 2.0, 2.0))
     assert LoopConfig(rate=1 / DT, monitoring=True, collision_threshold=(2.0, 2.0, 2.0)).monitoring is True
+
+
+def test_payload_feedforward_carries_the_payload_of_the_last_motion():
+    """``payload_feedforward`` (with monitoring) on a simulated robot carrying 1 kg its model
+    lacks: the first motion is followed as without it; from its end the feedforward carries the
+    payload the monitor read over it (within 20 g or 5 %) and the next motion tracks better than
+    without; turned off, the feedforward is the model's again at the next cycle."""
+    model = RotaryModel.from_robot("nt_robot")
+    q1 = [0.35, 0.15, -0.1]
+
+    def two_motions(payload_feedforward):
+        drives = SimulatedDriveSet("nt_robot", seed=1)
+        loop = ControlLoop(model, drives, LoopConfig(rate=1 / DT, feedforward="model", monitoring=True,
+                                                     payload_feedforward=payload_feedforward))
+        loop.activate()
+        drives.set_payload(1.0)
+        t, _ = run(loop, 0.0, 0.2)
+        q0 = loop.current_setpoint().q.copy()
+        rms, carried = [], []
+        for target in (q1, q0.tolist()):
+            loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [0.4], [target]))
+            t, outs = run(loop, t, 0.6)
+            e = np.array([o.setpoint.q - o.position for o in outs[:int(round(0.4 / DT))]])     # while it moves
+            rms.append(float(np.sqrt((e ** 2).mean())))
+            carried.append(loop.payload_in_feedforward)
+        return rms, carried, loop, t
+
+    (off1, off2), off_kg, _, _ = two_motions(False)
+    (on1, on2), on_kg, loop, t = two_motions(True)
+    assert off_kg == [0.0, 0.0]
+    assert abs(on_kg[0] - 1.0) <= 0.05 and abs(on_kg[1] - 1.0) <= 0.05, on_kg
+    assert on1 == pytest.approx(off1, rel=1e-6)              # no estimate before the first motion's end
+    assert on2 < 0.5 * off2, (on2, off2)
+    loop.reconfigure(payload_feedforward=False)
+    run(loop, t, 0.01)
+    assert loop.payload_in_feedforward == 0.0

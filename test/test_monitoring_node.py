@@ -361,8 +361,7 @@ def test_with_retract_an_emergency_stop_during_the_retract_stops_at_once(stack):
 
 def test_the_payload_is_estimated_after_a_motion_and_its_changes_are_events(stack):
     """The explicit plant carries 0.5 kg the controller's model does not know; after a motion
-    ~/payload says so within max(20 g, 5 %) (issue 21's target; the estimator's memory is about
-    a second, so the empty robot is 4 s in the past: e^-4 of its weight, 9 g of bias). Between
+    ~/payload says so within max(20 g, 5 %) (issue 21's target; the fit of that motion alone). Between
     the ends of two motions, the payload taken on is the event ``payload picked``, and put down
     again ``payload lost``; a motion with the same payload raises neither."""
     from geometry_msgs.msg import InertiaStamped
@@ -395,6 +394,31 @@ def test_the_payload_is_estimated_after_a_motion_and_its_changes_are_events(stac
         robot.event_after(n0, "trajectory finished")
     lost = robot.event_after(n0, "payload lost")
     assert float(lost.split(":")[1].split()[0]) < -0.45, lost
+
+
+def test_payload_feedforward_is_switched_at_run_time_and_carries_the_last_motions_payload(stack):
+    """``payload_feedforward`` over ROS: a value that is not a bool is refused with the reason
+    (rclpy's own: the parameter is declared as a bool);
+    true, after a motion with 0.5 kg the model lacks, ~/status says the feedforward carries
+    that motion's payload; false, nothing."""
+    robot, wrench = stack
+    bad = robot.c.set_parameter("delta_hardware", "payload_feedforward", "yes")
+    assert not bad.successful and "expected 'Type.BOOL'" in bad.reason, bad.reason
+    assert robot.c.set_parameter("delta_hardware", "plant_payload_mass", 0.5).successful
+    assert robot.c.set_parameter("delta_hardware", "payload_feedforward", True).successful
+    try:
+        n0 = robot.move(list(robot.q + 0.1), 0.8)
+        text = robot.event_after(n0, "payload after the motion")
+        # the loop takes the motion's fit from the cycle after the one whose record says the motion ended
+        assert robot.c.spin_until(lambda: _status(robot)["payload_in_feedforward_kg"] > 0.0, 30)
+        carried = _status(robot)["payload_in_feedforward_kg"]
+        assert abs(carried - 0.5) < 0.025 and f"{carried:.3f} ± " in text, (carried, text)
+    finally:
+        assert robot.c.set_parameter("delta_hardware", "payload_feedforward", False).successful
+        assert robot.c.set_parameter("delta_hardware", "plant_payload_mass", 0.0).successful
+    assert robot.c.spin_until(lambda: _status(robot)["payload_in_feedforward_kg"] == 0.0, 30)
+    n1 = robot.move(list(robot.q - 0.1), 0.8)
+    robot.event_after(n1, "trajectory finished")
 
 
 def test_calibrate_collision_sets_the_thresholds_from_the_next_motion(stack):

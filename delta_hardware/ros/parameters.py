@@ -98,6 +98,8 @@ PARAMETERS = {
                                         "stop; docs/monitoring.md)", runtime=True),
     "retract_distance": Param(DISTANCE_DEFAULT, f"m of platform path the retract reaction goes back "
                                                 f"({DISTANCE_MIN:g}-{DISTANCE_MAX:g})", runtime=True),
+    "payload_feedforward": Param(False, "add the payload estimated over the last motion to the in-process model's "
+                                        "feedforward (needs monitoring; docs/monitoring.md)", runtime=True),
     "payload_change_threshold": Param(EVENT_THRESHOLD, "kg: a payload estimate that changed by more than this (and by more "
                                              "than 3 standard deviations) since the last motion's end raises the "
                                              "event payload picked (up) or payload lost (down)", runtime=True),
@@ -174,6 +176,7 @@ def _rules(p: dict):
     yield "collision_reaction", p["collision_reaction"] in COLLISION_REACTIONS, \
         f"must be one of {', '.join(COLLISION_REACTIONS)}"
     yield number("retract_distance", DISTANCE_MIN, DISTANCE_MAX)
+    yield "payload_feedforward", isinstance(p["payload_feedforward"], bool), "must be true or false"
     yield number("payload_change_threshold", 0.0, PAYLOAD_MAX, lo_open=True)
     yield number("plant_payload_mass", 0.0, PAYLOAD_MAX)
     for name, b in BUS_PARAMETERS.items():
@@ -236,7 +239,7 @@ def loop_spec(p: dict, use_sim_time: bool, feedforward_topic: str = "/delta/feed
                      feedforward_timeout=float(p["feedforward_timeout"]), feedforward_topic=feedforward_topic,
                      monitoring=p["monitoring"], observer_gain=float(p["observer_gain"]),
                      collision_threshold=tuple(p["collision_threshold"]), collision_reaction=p["collision_reaction"],
-                     retract_distance=float(p["retract_distance"]))
+                     retract_distance=float(p["retract_distance"]), payload_feedforward=p["payload_feedforward"])
     rt = RealtimeSettings(thread_priority=int(p["thread_priority"]), cpu_affinity=int(p["cpu_affinity"]),
                           lock_memory=bool(p["lock_memory"]))
     return LoopSpec(robot=robot, backend=p["hardware"], params=dict(p), config=cfg,
