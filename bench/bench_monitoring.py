@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "test"))
 
 import numpy as np  # noqa: E402
 
-from monitoring_rig import pick_motion, run  # noqa: E402
+from monitoring_rig import pick_motion, random_cycles, run  # noqa: E402
 from delta_core.robot_file import load_robot  # noqa: E402
 from delta_dynamics.algorithms import cartesian_state, joint_state, workspace_centre  # noqa: E402
 from delta_dynamics.kinds import model_for  # noqa: E402
@@ -158,22 +158,6 @@ def cycle(m, direction, span, dz=0.0, cycles=1):
     c = workspace_centre(m) + [0.0, 0.0, dz]
     d = 0.5 * span * np.asarray(direction, float) / np.linalg.norm(direction)
     return plan_pick(m, c - d, c + d, cycles=cycles).motion
-
-
-def random_cycles(m, span, seed):
-    """Endless random fast pick cycles (2 each): ends 0.3-1 x ``span`` apart in a random
-    horizontal direction around a random point near the workspace centre (+-span/6
-    horizontally, -span/3..+span/6 in height); unreachable doors are drawn again."""
-    rng = np.random.default_rng(seed)
-    c = workspace_centre(m)
-    while True:
-        a = rng.uniform(0.0, 2.0 * math.pi)
-        d = np.array([math.cos(a), math.sin(a), 0.0]) * rng.uniform(0.3, 1.0) * span
-        mid = c + [rng.uniform(-span / 6, span / 6), rng.uniform(-span / 6, span / 6), rng.uniform(-span / 3, span / 6)]
-        try:
-            yield plan_pick(m, mid - 0.5 * d, mid + 0.5 * d, cycles=2).motion
-        except Exception:                                  # noqa: BLE001  (a door out of reach: draw again)
-            continue
 
 
 def calibrate(name, kind, span, extra=6, m=None):

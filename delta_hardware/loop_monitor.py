@@ -204,7 +204,8 @@ class LoopMonitor:
         i = self.detector.check(self.band, r, st.qd, dt)
         if i is None:
             return None
-        h = np.asarray(self.detector.thresholds) + self.band
+        h = (np.asarray(self.detector.thresholds) + self.band
+             + np.asarray(self.detector.speed_slope) * np.abs(np.asarray(st.qd, dtype=float)))
         return Collision(st.samples, i, self.residual, tuple(h.tolist()), self.force)
 
 

@@ -5,6 +5,7 @@ the efforts it applied, an optional push at the platform between two times and a
 payload change at a time. Pure numpy; no ROS, no control-loop module (that is being reworked)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,23 @@ def pick_motion(model, span=0.305, height=0.025, z=None, cycles=1, dwell=0.05):
     z = c[2] if z is None else z
     plan = plan_pick(model, [-span / 2, 0.0, z], [span / 2, 0.0, z], height=height, dwell=dwell, cycles=cycles)
     return plan.motion
+
+
+def random_cycles(m, span, seed):
+    """Endless random fast pick cycles (2 each): ends 0.3-1 x ``span`` apart in a random
+    horizontal direction around a random point near the workspace centre (+-span/6
+    horizontally, -span/3..+span/6 in height); unreachable doors are drawn again."""
+    from delta_dynamics.motion import plan_pick
+    rng = np.random.default_rng(seed)
+    c = workspace_centre(m)
+    while True:
+        a = rng.uniform(0.0, 2.0 * math.pi)
+        d = np.array([math.cos(a), math.sin(a), 0.0]) * rng.uniform(0.3, 1.0) * span
+        mid = c + [rng.uniform(-span / 6, span / 6), rng.uniform(-span / 6, span / 6), rng.uniform(-span / 3, span / 6)]
+        try:
+            yield plan_pick(m, mid - 0.5 * d, mid + 0.5 * d, cycles=2).motion
+        except Exception:                                  # noqa: BLE001  (a door out of reach: draw again)
+            continue
 
 
 def run(model, plant, motion, rate=500.0, gain=100.0, push=None, payload=None, omega=2 * np.pi * 12.0,

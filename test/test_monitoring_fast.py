@@ -65,7 +65,8 @@ class VectorisedMonitor:
         self.F = platform_force(self.m, X, self.r)
         self.prev = (Mq, qd, h, Xd)
         self.det.band_step(self.band, qd, dt)
-        excess = np.abs(self.r) - (np.asarray(self.det.thresholds) + self.band)
+        excess = np.abs(self.r) - (np.asarray(self.det.thresholds) + self.band
+                                   + np.asarray(self.det.speed_slope) * np.abs(qd))
         i = int(np.argmax(excess / np.asarray(self.det.thresholds)))
         return i if excess[i] > 0.0 else None
 
@@ -104,7 +105,8 @@ def test_float_path_equals_the_vectorised_path_on_a_simulated_motion(name):
                 d[key].append(x)
         assert (c is None) == (i is None), k                   # the decision
         if c is not None and c.joint != i:                    # the joint: only a tie (mirror joints) may differ
-            ratio = (np.abs(ref.r) - (np.asarray(thresholds) + ref.band)) / np.asarray(thresholds)
+            ratio = (np.abs(ref.r) - (np.asarray(thresholds) + ref.band + np.asarray(ref.det.speed_slope)
+                                      * np.abs(R.qd[k]))) / np.asarray(thresholds)
             assert ratio[c.joint] == pytest.approx(ratio[i], rel=RTOL, abs=RTOL), k
         hits += i is not None
     for key in got:                                           # relative to each quantity's size over the run

@@ -315,8 +315,10 @@ def test_with_retract_a_push_during_a_motion_goes_back_along_the_path_then_stops
     stopped) while the robot goes back along the path it came; with the push removed (a real obstacle
     stays behind) it ends 5 mm back on that path, braked, and a trajectory is refused until a reset.
     Measured from the joint states (forward kinematics) against the path they travelled up to the
-    collision: 0.5 mm of tolerance on the 5 mm, whose end carries the push's deflection over the
-    ~10 ms to the detection (5.27 mm measured), 0.2 mm off the path (1.4 um measured)."""
+    collision: 0.75 mm of tolerance on the 5 mm, whose end carries the push's deflection over the
+    10 ms to the detection (5.51 mm measured; 5.27 mm before the stiction band covered speeds up
+    to 12 Stribeck velocities: every joint of this slow motion is below 0.6 rad/s, so the band
+    adds c_s to the 2 N m thresholds), 0.2 mm off the path (1.3 um measured)."""
     robot, wrench = stack
     with _retracting(robot, wrench) as (text, t_pause, path):
         t_hit = float(text.split(" at t = ")[1].split(" s")[0])
@@ -340,7 +342,7 @@ def test_with_retract_a_push_during_a_motion_goes_back_along_the_path_then_stops
         travelled = path.platform(t_hit)
         X_end = forward_kinematics(model_for("nt_robot"), q_end[None])[0]
         back, off = _arc_back(travelled, X_end)
-        assert abs(back - 0.005) < 5e-4 and off < 2e-4, (back, off)
+        assert abs(back - 0.005) < 7.5e-4 and off < 2e-4, (back, off)
 
 
 def test_with_retract_an_emergency_stop_during_the_retract_stops_at_once(stack):
