@@ -168,7 +168,6 @@ class ControlLoop:
         self.ff_function = None               # or a function of the setpoint that replaces it
         self._ff_last = (None, None, None)    # (model, setpoint floats, effort): a held setpoint's repeat
         self._ff_payload = (None, 0.0, None)  # (ff_model, kg, the model carrying kg): payload_feedforward
-        self.payload_in_feedforward = 0.0     # kg the feedforward carries beyond ff_model
         self.drives = drives
         self.cfg = config or LoopConfig()
         self.period = 1.0 / self.cfg.rate
@@ -699,8 +698,12 @@ class ControlLoop:
             except ValueError:                       # an estimate that would leave no platform mass: not used
                 model, kg = self.ff_model, 0.0
             self._ff_payload = (self.ff_model, kg, model)
-            self.payload_in_feedforward = kg
         return model
+
+    @property
+    def payload_in_feedforward(self) -> float:
+        """kg the in-process feedforward carries beyond ``ff_model`` (``payload_feedforward``)."""
+        return self._ff_payload[1]
 
     def _check_limits(self, q, qd) -> str:
         m = self.cfg.position_margin

@@ -185,15 +185,14 @@ class LoopMonitor:
             if moving:
                 self._motion_estimator.update(self._mstate, st.X, st.Xd, r, dt, st.Jinv)
                 self._mtime += dt
-            elif self._moving and self._mtime >= MOTION_MIN:   # a motion ended: its payload, for the feedforward
-                est = self._motion_estimator.estimate(self._mstate, dt)
-                self.motion_payload = (est.mass, est.std)
-            self._moving = moving
             self._estimator.update(ps, st.X, st.Xd, r, dt, st.Jinv)
             if self._mstate is not None and self._mtime >= MOTION_MIN:
                 est = self._motion_estimator.estimate(self._mstate, dt)
+                if self._moving and not moving:       # a motion ended: its payload, for the feedforward
+                    self.motion_payload = (est.mass, est.std)
             else:
                 est = self._estimator.estimate(ps, dt)
+            self._moving = moving
             self.payload = (est.mass, est.std)
         r0, r1, r2 = self.residual = tuple(r.tolist())
         (j00, j01, j02), (j10, j11, j12), (j20, j21, j22) = st.J      # F = J^T r
@@ -204,8 +203,7 @@ class LoopMonitor:
         i = self.detector.check(self.band, r, st.qd, dt)
         if i is None:
             return None
-        h = (np.asarray(self.detector.thresholds) + self.band
-             + np.asarray(self.detector.speed_slope) * np.abs(np.asarray(st.qd, dtype=float)))
+        h = self.detector.limits(self.band, st.qd)
         return Collision(st.samples, i, self.residual, tuple(h.tolist()), self.force)
 
 

@@ -168,6 +168,12 @@ class CollisionDetector:
         band[0], band[1], band[2] = b
         return best if over > 0.0 else None
 
+    def limits(self, band: np.ndarray, qd) -> np.ndarray:
+        """The residual each joint may reach at one sample, h = threshold + b + beta |q_dot|, for
+        the stiction band state ``band`` (:meth:`start`, :meth:`check`) and joint speeds ``qd``."""
+        return (np.asarray(self.thresholds) + band
+                + np.asarray(self.speed_slope) * np.abs(np.asarray(qd, dtype=float)))
+
     def bands(self, qd, dt: float) -> np.ndarray:
         """What the detector adds to the thresholds over a record of joint speeds (N, 3),
         vectorised: the stiction band (a linear filter) plus beta |q_dot|."""

@@ -13,7 +13,7 @@ was granted and the frames dropped so far.
 Each side receives only what is meant for it (:data:`MASTER_RECEIVES`, :data:`DRIVE_RECEIVES`):
 on ``udp_multicast`` every member of the group gets every datagram, its own included, and at
 1 kHz with three drives the 13 frames of a cycle cost each receive thread a Python dispatch
-apiece; the master's own SYNC-less half (its RPDOs) and the drives' own TPDOs are dropped
+apiece; the master's own RPDOs and the drives' own TPDOs are dropped
 before that dispatch (python-can's ``can_filters``: in the kernel on ``socketcan``, right after
 the read elsewhere).
 """
