@@ -193,7 +193,8 @@ PLANTS = Registry("plant")
 PLANTS.register("explicit", "delta_dynamics.plant:explicit_plant", kinds=("rotary", "linear"), per_arm=True)
 PLANTS.register("multibody", "delta_dynamics.reference.multibody.plant:MultibodyPlant", kinds=("rotary",),
                 per_arm=True)
-PLANTS.register("mujoco", "delta_dynamics.reference.mujoco_model.plant:MujocoPlant", kinds=("rotary",), per_arm=True)
+PLANTS.register("mujoco", "delta_dynamics.reference.mujoco_model.plant:MujocoPlant", kinds=("rotary", "linear"),
+                per_arm=True)
 
 
 def explicit_plant(robot) -> ExplicitPlant:

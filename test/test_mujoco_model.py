@@ -14,6 +14,7 @@ from delta_dynamics.rotary.dynamics import inverse_dynamics as explicit_inverse_
 from delta_dynamics.rotary.kinematics import passive_origins, inverse_kinematics, sample_workspace  # noqa: E402
 from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 from delta_dynamics.reference.mujoco_model import mjcf  # noqa: E402
+from delta_dynamics.reference.mujoco_model.kinds import rotary as rotary_mechanism  # noqa: E402
 from delta_dynamics.reference.mujoco_model.inverse import MujocoInverseDynamics, inverse_dynamics  # noqa: E402
 from delta_dynamics.reference.mujoco_model.plant import ClosedChain  # noqa: E402
 from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
@@ -51,10 +52,9 @@ def test_the_bodies_come_from_the_robot_file():
     assert f'frictionloss="{robot.friction.coulomb[0]!r}"' in xml
 
 
-def test_a_linear_robot_or_bad_settings_are_refused():
-    robot = load_robot("nt_robot")
-    with pytest.raises(ValueError, match="rotary"):
-        mjcf.mjcf_xml(robot.replace(type="linear"))
+def test_inverse_dynamics_of_a_linear_robot_or_bad_settings_are_refused():
+    with pytest.raises(ValueError, match="colombo2020.*MuJoCo's inverse dynamics is for rotary Delta robots"):
+        MujocoInverseDynamics("colombo2020")
     with pytest.raises(ValueError, match="timestep"):
         mjcf.SolverSettings(timestep=0.0)
     with pytest.raises(ValueError, match="solref"):
@@ -99,7 +99,7 @@ def test_massive_blocks_are_bodies_of_their_own(model, monkeypatch):
     blocks = dataclasses.replace(
         base, elbow_block=RigidBody(m_e, (1e-9, 2e-5, 2e-5), 0.04, 0.08),
         platform_block=RigidBody(m_p, (1e-9, 2e-5, 2e-5), 0.04, 0.08))
-    monkeypatch.setattr(mjcf, "body_set", lambda r: blocks)
+    monkeypatch.setattr(rotary_mechanism, "body_set", lambda r: blocks)
     inv = MujocoInverseDynamics(robot)
     assert mujoco.mj_name2id(inv.model, mujoco.mjtObj.mjOBJ_BODY, "elbow_block_1_link") >= 0
     l = robot.geometry.upper_arm_length

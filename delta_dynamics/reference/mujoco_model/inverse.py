@@ -39,6 +39,7 @@ import numpy as np
 
 from delta_core.robot_file import load_robot
 from delta_dynamics.algorithms import cartesian_state, friction_torque, joint_state, passive_angles
+from delta_dynamics.reference.bodies import require_rotary
 from delta_dynamics.reference.mujoco_model import require_mujoco
 from delta_dynamics.reference.mujoco_model.mjcf import SolverSettings
 from delta_dynamics.reference.mujoco_model.plant import ClosedChain, friction_model
@@ -52,6 +53,7 @@ class MujocoInverseDynamics:
     joint samples; both return (N, 3) or (3,)."""
 
     def __init__(self, robot, settings: SolverSettings | None = None):
+        require_rotary(load_robot(robot), "MuJoCo's inverse dynamics")
         self.chain = ClosedChain(robot, settings)
         self.robot = self.chain.robot
         self.model = self.chain.model

@@ -41,19 +41,19 @@ import math
 import numpy as np
 
 from delta_core.robot_file import load_robot
-from delta_dynamics.algorithms import (UnreachableError, forward_kinematics, inverse_kinematics,
-                                       passive_angles, workspace_centre)
+from delta_dynamics.algorithms import UnreachableError, forward_kinematics, inverse_kinematics, workspace_centre
 from delta_dynamics.common.backend import ScalarMath
 from delta_dynamics.common.friction import friction_slope, joint_friction
 from delta_dynamics.kinds import model_for
 from delta_dynamics.plant import Plant, check_payload, check_platform_force
-from delta_dynamics.reference.bodies import body_set
 from delta_dynamics.reference.mujoco_model import require_mujoco
+from delta_dynamics.reference.mujoco_model.kinds import mechanism
 from delta_dynamics.reference.mujoco_model.mjcf import SolverSettings, build_model
 
 mujoco = require_mujoco()
 
-#: the arm angles and the platform may disagree by at most this (rad) before the plant
+#: the joint positions and the platform may disagree by at most this (rad, or m for a linear
+#: robot's carriages) before the plant
 #: declares the mechanism out of its workspace (another assembly branch, a blown-up step)
 BRANCH_TOLERANCE = 0.05
 #: the closed chain's response matrix (see MujocoPlant._response) is reused within this (rad)
@@ -73,14 +73,16 @@ def friction_model(robot):
 
 class ClosedChain:
     """The MuJoCo model of a robot and the indices of its joints: ``arm_q``/``arm_v`` (qpos and
-    qvel addresses of the three actuated joints), ``bend``/``tilt`` (qpos addresses of the
-    elbow hinges), ``platform`` (qpos addresses of the slides x, y, z)."""
+    qvel addresses of the three actuated joints: arms or carriages), ``bend``/``tilt`` (qpos
+    addresses of the universal joints' hinges), ``platform`` (qpos addresses of the slides x,
+    y, z); ``mechanism``: the kind's part of the model (:mod:`.kinds`)."""
 
     def __init__(self, robot, settings: SolverSettings | None = None):
         self.robot = load_robot(robot)
         self.settings = settings or SolverSettings()
         self.model = build_model(self.robot, self.settings)
         self.kin = model_for(self.robot)
+        self.mechanism = mech = mechanism(self.robot)
         m = self.model
 
         def jid(name):
@@ -89,8 +91,8 @@ class ClosedChain:
         arm = [jid(n) for n in self.robot.joint_names]
         self.arm_q = np.array([m.jnt_qposadr[j] for j in arm])
         self.arm_v = np.array([m.jnt_dofadr[j] for j in arm])
-        self.bend = np.array([m.jnt_qposadr[jid(f"forearm_{k}_bend_joint")] for k in (1, 2, 3)])
-        self.tilt = np.array([m.jnt_qposadr[jid(f"forearm_{k}_tilt_joint")] for k in (1, 2, 3)])
+        self.bend = np.array([m.jnt_qposadr[jid(mech.bend_joint(k))] for k in (1, 2, 3)])
+        self.tilt = np.array([m.jnt_qposadr[jid(mech.tilt_joint(k))] for k in (1, 2, 3)])
         self.platform = np.array([m.jnt_qposadr[jid(n)] for n in ("platform_x", "platform_y", "platform_z")])
         self.arm_q_list = self.arm_q.tolist()
         self.platform_list = self.platform.tolist()
@@ -98,11 +100,11 @@ class ClosedChain:
             raise ValueError(f"the MuJoCo model of {self.robot.name} has other joints than hinges and slides")
 
     def qpos(self, q, X) -> np.ndarray:
-        """The full closed-chain configuration (all 12 joints) for arm angles ``q`` and the
-        platform at ``X`` (which must match: X = FK(q)); elbows from
-        :func:`delta_dynamics.algorithms.passive_angles`."""
+        """The full closed-chain configuration (all 12 joints) for actuated joint positions ``q``
+        and the platform at ``X`` (which must match: X = FK(q)); the universal joints from the
+        mechanism's ``passive_angles``."""
         out = np.zeros(self.model.nq)
-        pa = passive_angles(self.kin, np.asarray(X, float))
+        pa = self.mechanism.passive_angles(self.robot, self.kin, np.asarray(q, float), np.asarray(X, float))
         out[self.arm_q] = q
         out[self.bend] = pa[:, 0]
         out[self.tilt] = pa[:, 1]
@@ -133,11 +135,9 @@ class MujocoPlant(Plant):
         nv = self.model.nv
         self._E = np.zeros((3, nv))                         # rows: unit forces at the arm joints
         self._E[range(3), self.chain.arm_v] = 1.0
-        # h D / I_arm above 1 %: the implicit friction correction is worth its cost (I_arm: the
-        # arm's own inertia about its axis, a lower bound of what the closed chain puts there)
-        bs = body_set(self.robot)
-        arm = bs.upper_arm
-        self._stiff = 0.01 * (arm.inertia[1] + arm.mass * arm.com ** 2 + bs.rotor_inertia)
+        # h D / I above 1 %: the implicit friction correction is worth its cost (I: the arm's or
+        # carriage's own inertia, a lower bound of what the closed chain puts there)
+        self._stiff = 0.01 * self.chain.mechanism.driven_inertia(self.robot)
         self.max_closure_error = 0.0                        # largest gap seen since place() (m)
         self._P = self._P_at = None
         self._F = None                                      # external platform force (N) or None
@@ -292,15 +292,17 @@ class MujocoPlant(Plant):
             raise UnreachableError("the MuJoCo plant's state is no longer finite (the step blew up)", point=X)
         gap = self.closure_error()
         self.max_closure_error = max(self.max_closure_error, gap)
-        if gap > 0.01 * c.kin.lk:
+        if gap > 0.01 * c.mechanism.chain_length(self.robot):
             raise UnreachableError(f"the MuJoCo plant's chain opened by {gap * 1e3:.1f} mm "
                                    f"(platform at {[round(v, 4) for v in X]} m)", point=X)
         q_ik = inverse_kinematics(c.kin, X)                     # raises outside the workspace
         if max(abs(a - b) for a, b in zip(q_ik, q)) > BRANCH_TOLERANCE:
-            raise UnreachableError(f"the MuJoCo plant left its workspace: an arm passed the elbow-out "
-                                   f"branch's edge (arm angles {[round(v, 4) for v in q]} rad; the platform "
-                                   f"at {[round(v, 4) for v in X]} m needs "
-                                   f"{[round(float(v), 4) for v in q_ik]} rad)", point=X)
+            units = c.kin.ops.units
+            word, unit = units.get("joint", "joint"), units["position"]
+            raise UnreachableError(f"the MuJoCo plant left its workspace: a {word} passed the edge of the "
+                                   f"kinematics' assembly branch ({word} positions {[round(v, 4) for v in q]} "
+                                   f"{unit}; the platform at {[round(v, 4) for v in X]} m needs "
+                                   f"{[round(float(v), 4) for v in q_ik]} {unit})", point=X)
 
     def closure_error(self) -> float:
         """The largest gap (m) between a forearm's end and its platform joint now."""
