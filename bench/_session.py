@@ -17,7 +17,7 @@ from delta_dynamics.data_files.joint_data import JointData  # noqa: E402
 from delta_dynamics.identification.excitation import load_excitation, preset_excitation  # noqa: E402
 from delta_dynamics.identification.pipeline import Options, identify_data  # noqa: E402
 from delta_dynamics.identification.preprocess import Preprocessing  # noqa: E402
-from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
+from delta_dynamics.kinds import model_for  # noqa: E402
 from delta_hardware.control_loop import ControlLoop, LoopConfig  # noqa: E402
 from delta_hardware.drives.simulated import SimulatedDriveSet  # noqa: E402
 from delta_hardware.trajectory_plan import build_plan  # noqa: E402
@@ -30,7 +30,7 @@ class Session:
     ``plant`` (the simulated robot) through the simulated drives, PD only, clock from 0."""
 
     def __init__(self, nominal, plant):
-        self.model = RotaryModel(nominal)
+        self.model = model_for(nominal)
         self.drives = SimulatedDriveSet(nominal, plant=plant, torque_noise=0.02, seed=1)
         self.loop = ControlLoop(self.model, self.drives, LoopConfig(rate=1 / DT, feedforward="none"))
         self.loop.activate()
@@ -52,8 +52,12 @@ class Session:
 
 
 def demo_excitation(model):
-    """The demo's stored excitation trajectory (``config/excitation/nt_robot.yaml`` at 0.6)."""
-    return load_excitation(preset_excitation("nt_robot"), model, scale=0.6)
+    """The demo's stored excitation trajectory of the model's robot
+    (``config/excitation/<robot>.yaml``) at 0.6."""
+    path = preset_excitation(model.robot.name)
+    if path is None:
+        raise ValueError(f"robot {model.robot.name!r} has no stored excitation (config/excitation/)")
+    return load_excitation(path, model, scale=0.6)
 
 
 def identify(s, excitation):

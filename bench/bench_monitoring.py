@@ -9,18 +9,19 @@ observer detects, on real simulated robots.
   the simulated drives holding still, thread CPU time per cycle, alternating blocks) with the
   parameter ``monitoring`` off and on (docs/monitoring.md).
 * detection (thresholds: the residual envelope + 50 % of fast cycles without contact along x,
-  along y and 6 random ones): a push at the platform during a fast pick cycle (nt_robot on the MuJoCo plant:
-  30 N, 25/305/25 mm door; colombo2020 on the explicit plant: 10 N, 25/100/25 mm door, its
+  along y and 6 random ones): a push at the platform during a fast pick cycle on the MuJoCo
+  plant (nt_robot: 30 N, 25/305/25 mm door; colombo2020: 10 N, 25/100/25 mm door, its
   workspace has no 305 mm at the centre height), pushes at 6 times x 6 directions: latency from the push
   to the first sample over a threshold (target <= 10 ms, 5 cycles at 500 Hz); then 3 cycles
   along a diagonal 10 mm higher without contact, and ``--soak`` seconds of random fast pick
-  cycles on MuJoCo (target: no collision). nt_robot on MuJoCo twice: with the nominal model
-  (the robot file's) and with the identified one (the issue's setting: the demo's excitation
-  run on the MuJoCo plant through ``ControlLoop`` and the simulated drives, a ``bounded`` fit
-  with Stribeck terms, ``bench/_session.py``), which is then the rig's feedforward model, the
-  observer's and the detector's, and its thresholds are calibrated again.
-* payload: one 25/305/25 mm cycle on the MuJoCo plant carrying 0.1-2 kg: the estimate (raw,
-  and tared with an empty cycle) against the truth (target: 20 g or 5 %, the larger).
+  cycles (target: no collision). Each robot twice: with the nominal model (the robot file's)
+  and with the identified one (the issue's setting: the demo's excitation run on the MuJoCo
+  plant through ``ControlLoop`` and the simulated drives, a ``bounded`` fit with Stribeck
+  terms, ``bench/_session.py``), which is then the rig's feedforward model, the observer's and
+  the detector's, and its thresholds are calibrated again.
+* payload: one pick cycle on the MuJoCo plant (nt_robot 25/305/25 mm, colombo2020 25/100/25 mm)
+  carrying 0.1-2 kg: the estimate (raw, and tared with an empty cycle) against the truth
+  (target: 20 g or 5 %, the larger).
 
 The controller is the tests' computed-torque rig (``test/monitoring_rig.py``) at 500 Hz with
 the plant stepped at 1 ms. ``python bench/bench_monitoring.py [--quick] [--speed] [--soak S]
@@ -241,25 +242,26 @@ def soak_rows(name, kind, span, seconds, det, seed=1, m=None, which="nominal"):
              f"{false} with a false collision", mark(false == 0))]
 
 
-def payload_rows(masses):
-    m = model_for("nt_robot")
-    mo = pick_motion(m)
+def payload_rows(name, span, masses):
+    m = model_for(name)
+    mo = pick_motion(m, span=span)
     est = PayloadEstimator(m, memory=math.inf)
 
     def one(kg):
-        p = make_plant("nt_robot", "mujoco")
+        p = make_plant(name, "mujoco")
         p.set_payload(kg)
         R = run(m, p, mo, settle=0.05)
         X, Xd, _ = cartesian_state(m, R.q, R.qd)
         return est.estimate_record(X, Xd, R.r, DT)
 
     empty = one(0.0)
-    rows = [("nt_robot (mujoco plant)", "empty robot reads (the tare)", f"{empty.mass * 1e3:+.1f} g", "")]
+    label = f"{name} (mujoco plant)"
+    rows = [(label, "empty robot reads (the tare)", f"{empty.mass * 1e3:+.1f} g", "")]
     for kg in masses:
         e = one(kg)
         tol = max(0.02, 0.05 * kg)
         err, raw = e.mass - empty.mass - kg, e.mass - kg
-        rows.append(("nt_robot (mujoco plant)", f"{kg:g} kg after one 25/305/25 mm cycle",
+        rows.append((label, f"{kg:g} kg after one 25/{span * 1e3:.0f}/25 mm cycle",
                      f"error {err * 1e3:+.1f} g tared ({raw * 1e3:+.1f} g raw), std {e.std * 1e3:.1f} g",
                      mark(abs(err) <= tol)))
     return rows
@@ -274,10 +276,10 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="speed,detection,payload", metavar="PARTS",
                     help="comma-separated parts to run: speed, detection, payload (default: all three)")
     ap.add_argument("--models", default="nominal,identified", metavar="MODELS",
-                    help="the controller's and observer's models for nt_robot's detection rows on MuJoCo: nominal "
+                    help="the controller's and observer's models for the detection rows on MuJoCo: nominal "
                          "(the robot file's), identified (fitted on the MuJoCo plant first); default both")
     ap.add_argument("--robots", default="nt_robot,colombo2020", metavar="ROBOTS",
-                    help="robots of the detection rows (default nt_robot,colombo2020)")
+                    help="robots of the detection and payload rows (default nt_robot,colombo2020)")
     a = ap.parse_args(argv)
     parts = {"speed"} if a.speed else {p.strip() for p in a.only.split(",") if p.strip()}
     models = [w.strip() for w in a.models.split(",") if w.strip()]
@@ -293,10 +295,10 @@ def main(argv=None) -> int:
             rows += speed_rows(name, 500 if a.quick else 5000)
             rows += cycle_rows(name, 600 if a.quick else 3000)
     if "detection" in parts:
-        for name, kind, push, span in (("nt_robot", "mujoco", 30.0, 0.305), ("colombo2020", "explicit", 10.0, 0.1)):
+        for name, kind, push, span in (("nt_robot", "mujoco", 30.0, 0.305), ("colombo2020", "mujoco", 10.0, 0.1)):
             if name not in robots:
                 continue
-            for which in (models if kind == "mujoco" else ["nominal"]):
+            for which in models:
                 m = model_for(name)
                 if which == "identified":
                     m = identified_on_mujoco(name, rows)
@@ -306,7 +308,9 @@ def main(argv=None) -> int:
                 rows += soak_rows(name, kind, span, 10.0 if a.quick else a.soak, det, m=m, which=which)
                 print_table(("robot", "what", "measured", "target"), rows[-1:])
     if "payload" in parts:
-        rows += payload_rows((0.1, 2.0) if a.quick else (0.1, 0.25, 0.5, 1.0, 1.5, 2.0))
+        for name, span in (("nt_robot", 0.305), ("colombo2020", 0.1)):
+            if name in robots:
+                rows += payload_rows(name, span, (0.1, 2.0) if a.quick else (0.1, 0.25, 0.5, 1.0, 1.5, 2.0))
     print_table(("robot", "what", "measured", "target"), rows)
     return 0
 
