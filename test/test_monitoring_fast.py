@@ -18,7 +18,7 @@ from monitoring_rig import pick_motion, run
 
 from delta_dynamics.algorithms import jacobian, joint_space_inertia, joint_space_sample, workspace_centre
 from delta_dynamics.kinds import model_for
-from delta_dynamics.monitoring.collision import CollisionDetector
+from delta_dynamics.monitoring.collision import CollisionDetector, thresholds_from_envelope
 from delta_dynamics.monitoring.observer import MomentumObserver, platform_force, sample_terms, sample_terms_one
 from delta_dynamics.monitoring.payload import PayloadEstimator
 from delta_dynamics.plant import ExplicitPlant
@@ -169,3 +169,30 @@ def test_float_path_refuses_bad_input_by_name():
         mon.update(q, [0.0, 0.0, 0.0], np.zeros((3, 3)), DT)
     assert mon.update(q, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), DT) is None            # tuples of floats: the same path
     assert mon.state.samples == 1
+
+
+def test_the_nodes_calibration_leaves_out_what_the_detectors_band_adds():
+    """``~/calibrate_collision``'s thresholds (:func:`calibration_thresholds`): a motion whose
+    residual holds a joint's static friction while it breaks away (2.4 N m at rest, as any model
+    error of a resting joint can) and 0.3 N m once moving gets 1.5 x 0.3 N m, not 1.5 x 2.4:
+    the detector's band covers the resting joint; with the loop's detector over the same record
+    nothing trips, and a 1 N m step in motion does."""
+    from delta_hardware.ros.monitoring import CALIBRATION_FLOOR, calibration_thresholds
+    m = model_for("nt_robot")
+    dt, n = 0.002, 400
+    t = np.arange(n) * dt
+    qd = np.zeros((n, 3))
+    qd[50:] = np.minimum(1.0, (t[50:, None] - t[50]) * 5.0) * [1.0, -1.0, 0.5]
+    r = np.full((n, 3), 0.3) * np.sin(7 * t)[:, None]
+    r[:60, 0] = 2.4                                     # joint 1 breaking away
+    th = calibration_thresholds(m, 50.0, [(t[k], r[k], qd[k]) for k in range(n)])
+    assert 0.3 < th[0] < 0.46 and max(th) < 0.46 and min(th) >= CALIBRATION_FLOOR, th
+    assert thresholds_from_envelope(r)[0] == pytest.approx(3.6)          # the raw envelope's
+    det = CollisionDetector.for_model(m, th, 50.0)
+    band = det.start()
+    band[:] = det.rested_band(qd[0])
+    assert all(det.check(band, r[k], qd[k], dt) is None for k in range(n))
+    r[300:, 1] += 1.0
+    band[:] = det.rested_band(qd[0])
+    hits = [k for k in range(n) if det.check(band, r[k], qd[k], dt) is not None]
+    assert hits and hits[0] == 300

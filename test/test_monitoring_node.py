@@ -445,6 +445,31 @@ def test_calibrate_collision_sets_the_thresholds_from_the_next_motion(stack):
         assert robot.c.set_parameter("delta_hardware", "collision_threshold", [0.0, 0.0, 0.0]).successful
 
 
+def test_calibrate_collision_watches_the_whole_trajectory_with_its_rests(stack):
+    """A trajectory that rests 0.3 s half-way (a pick's dwell) is one motion for
+    ~/calibrate_collision: the thresholds come from all its cycles (1.5 s at 500 Hz: ~750), set
+    when it ends, not at its first rest (~300 cycles)."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+    robot, _ = stack
+    calibrate = robot.c.node.create_client(Trigger, "/delta_hardware/calibrate_collision")
+    try:
+        assert robot.c.call(calibrate, Trigger.Request()).success
+        q0 = np.array(robot.q)
+        msg = JointTrajectory(joint_names=list(robot.arms))
+        for t, q in ((0.6, q0 + 0.2), (0.9, q0 + 0.2), (1.5, q0)):
+            msg.points.append(JointTrajectoryPoint(positions=[float(v) for v in q], velocities=[0.0] * 3,
+                                                   time_from_start=Duration(sec=int(t), nanosec=int(round((t % 1) * 1e9)))))
+        n0 = len(robot.events)
+        robot.traj.publish(msg)
+        text = robot.event_after(n0, "collision thresholds calibrated on the last motion")
+        cycles = int(text.split("(")[1].split(" cycles")[0])
+        assert 700 <= cycles <= 760, text
+        robot.event_after(n0, "trajectory finished")
+    finally:
+        assert robot.c.set_parameter("delta_hardware", "collision_threshold", [0.0, 0.0, 0.0]).successful
+
+
 def ctl(*args, timeout=120):
     """delta-ctl in a process of its own (the installed command's module)."""
     return subprocess.run([sys.executable, "-m", "delta_bringup.ctl", *args], capture_output=True, text=True,

@@ -174,14 +174,23 @@ class CollisionDetector:
         return (np.asarray(self.thresholds) + band
                 + np.asarray(self.speed_slope) * np.abs(np.asarray(qd, dtype=float)))
 
-    def bands(self, qd, dt: float) -> np.ndarray:
+    def bands(self, qd, dt: float, start=None) -> np.ndarray:
         """What the detector adds to the thresholds over a record of joint speeds (N, 3),
-        vectorised: the stiction band (a linear filter) plus beta |q_dot|."""
+        vectorised: the stiction band (a linear filter) plus beta |q_dot|. ``start``: the band
+        before the first sample (3,) (default zero, as :meth:`start`; a robot that rested
+        before the record has its joints' full static friction there)."""
         from scipy.signal import lfilter   # optional heavy import: only the batch form needs it
         qd = np.asarray(qd, dtype=float)
         a = math.exp(-self.gain * dt)
         u = np.where(np.abs(qd) < self.rest_speed, np.asarray(self.static), 0.0)
-        return lfilter([1.0 - a], [1.0, -a], u, axis=0) + np.asarray(self.speed_slope) * np.abs(qd)
+        zi = None if start is None else a * np.asarray(start, dtype=float).reshape(1, 3)
+        band = lfilter([1.0 - a], [1.0, -a], u, axis=0) if zi is None else lfilter([1.0 - a], [1.0, -a], u, axis=0, zi=zi)[0]
+        return band + np.asarray(self.speed_slope) * np.abs(qd)
+
+    def rested_band(self, qd) -> np.ndarray:
+        """The band of a robot that has rested long enough at joint speeds ``qd`` (3,): each
+        joint slower than the rest speed holds its full static friction, the others none."""
+        return np.where(np.abs(np.asarray(qd, dtype=float)) < self.rest_speed, np.asarray(self.static), 0.0)
 
     def first_collision(self, model, X, r, qd, dt: float) -> Collision | None:
         """The batch form: the first sample of a record (platform positions ``X``, residuals

@@ -21,11 +21,12 @@
   (:func:`~delta_dynamics.monitoring.payload.payload_event`).
 
 * ``~/calibrate_collision`` (``std_srvs/Trigger``): watch the next motion (from the setpoint
-  starting to move until it rests again; start the motion after the answer) and set
+  starting to move until its trajectory ends, the rests within it included, or a stop; a
+  motion without a plan until it rests; start the motion after the answer) and set
   ``collision_threshold`` to (1 + :data:`~delta_dynamics.monitoring.collision.MARGIN_DEFAULT`)
-  times each joint's residual envelope over it
-  (:func:`~delta_dynamics.monitoring.collision.thresholds_from_envelope`), at least
-  :data:`CALIBRATION_FLOOR`; an event says the thresholds. Calibrate on the motions the robot
+  times each joint's residual envelope over it above the detector's stiction band and speed
+  term (:func:`calibration_thresholds`), at least :data:`CALIBRATION_FLOOR`; an event says the
+  thresholds. Calibrate on the motions the robot
   will make, without contact.
 
 All of it needs the parameter ``monitoring`` true (default false: the loop does not run the
@@ -45,19 +46,36 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from std_srvs.srv import Trigger
 
-from delta_dynamics.monitoring.collision import MARGIN_DEFAULT, thresholds_from_envelope
+from delta_dynamics.monitoring.collision import MARGIN_DEFAULT, CollisionDetector, thresholds_from_envelope
 from delta_dynamics.monitoring.payload import PayloadEstimate, payload_event
 
 from delta_hardware.drives import DriveError
 from delta_hardware.loop_link import FLAG_ACTIVATED, FLAG_SETPOINT
 from delta_hardware.loop_monitor import NEEDS_MONITORING
 from delta_hardware.ros.messages import to_time
+from delta_hardware.ros.timed_motion import PlanningModel
 
 #: Hz of the loop's time at which ~/external_wrench is published (every cycle below it)
 WRENCH_RATE = 100.0
 #: the smallest threshold ~/calibrate_collision sets (N m or N): a motion the model explains to
 #: the last digit must not make a detector that trips on sensor noise
 CALIBRATION_FLOOR = 0.2
+
+
+def calibration_thresholds(model, gain: float, seen) -> tuple:
+    """``collision_threshold`` from a watched motion ``seen`` (a list of (time s, residual (3,),
+    joint speeds (3,)) per cycle): (1 + MARGIN_DEFAULT) times each joint's envelope of the
+    residual above what the loop's detector adds to a threshold (its stiction band and speed
+    term, :meth:`~delta_dynamics.monitoring.collision.CollisionDetector.bands`, for ``model``'s
+    friction and observer gain ``gain``; the robot rested before the motion), at least
+    :data:`CALIBRATION_FLOOR`."""
+    t = np.array([s[0] for s in seen])
+    r = np.array([s[1] for s in seen])
+    qd = np.array([s[2] for s in seen])
+    probe = CollisionDetector.for_model(model, (1.0, 1.0, 1.0), gain)
+    dt = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    band = probe.bands(qd, dt, start=probe.rested_band(qd[0])) if dt > 0 else None
+    return thresholds_from_envelope(r, band, floor=CALIBRATION_FLOOR)
 
 
 class Monitoring:
@@ -72,7 +90,9 @@ class Monitoring:
         self.pub_payload = node.create_publisher(InertiaStamped, "~/payload", QoSProfile(depth=10))
         self.period = 1.0 / WRENCH_RATE
         self._moving = False              # the setpoint of the last record moved
-        self._calibration = None          # residuals of the motion being watched (list), or None
+        self._calibration = None          # (time, residual, velocity) of the motion being watched, or None
+        self._watched = None              # the plan id of the motion being watched (None: not started)
+        self._model = PlanningModel(node)  # the loop's model: its friction sets the detector's band
         self.srv = node.create_service(Trigger, "~/calibrate_collision", self.on_calibrate)
         self._sent = None                 # loop time of the last wrench published
         self.published = 0
@@ -84,12 +104,18 @@ class Monitoring:
         if flags & FLAG_ACTIVATED:
             return
         moving = bool(flags & FLAG_SETPOINT) and bool(abs(rec["setpoint"][1]).max() > 0.0)
+        plan = int(rec["plan"])
         if self._moving and not moving:
             self._publish_payload(rec)
-            self._calibrated()
+        if self._calibration is not None:
+            if moving and self._watched is None:
+                self._watched = plan                  # the watched motion: this plan (0: until it rests)
+            watching = self._watched is not None and (moving or (plan == self._watched and plan != 0))
+            if watching and np.isfinite(rec["residual"]).all():
+                self._calibration.append((float(rec["time"]), rec["residual"].copy(), rec["velocity"].copy()))
+            elif self._watched is not None and not watching:
+                self._calibrated()
         self._moving = moving
-        if moving and self._calibration is not None and np.isfinite(rec["residual"]).all():
-            self._calibration.append(rec["residual"].copy())
         F = rec["external_force"]
         t = float(rec["time"])
         if not all(math.isfinite(v) for v in F):
@@ -133,7 +159,7 @@ class Monitoring:
         if not self.node.get_parameter("monitoring").value:
             response.success, response.message = False, NEEDS_MONITORING
             return response
-        self._calibration = []
+        self._calibration, self._watched = [], None
         response.success = True
         response.message = ("watching the next motion: collision_threshold is set from its residual envelope "
                             f"(x {1 + MARGIN_DEFAULT:g}) when it ends")
@@ -141,16 +167,16 @@ class Monitoring:
 
     def _calibrated(self) -> None:
         """At the end of a watched motion: set ``collision_threshold`` from its residuals, and say so."""
-        r, self._calibration = self._calibration, None
-        if not r:
-            if r is not None:
+        seen, self._calibration, self._watched = self._calibration, None, None
+        if not seen:
+            if seen is not None:
                 self._calibration = []            # nothing observed yet (a stop): keep watching
             return
-        t = thresholds_from_envelope(np.array(r), floor=CALIBRATION_FLOOR)
+        t = calibration_thresholds(self._model(), float(self.node.get_parameter("observer_gain").value), seen)
         result = self.node.set_parameters([Parameter("collision_threshold", value=[float(v) for v in t])])[0]
         u = self.node.units.get("effort", "")
         if result.successful:
-            self.node.event(f"collision thresholds calibrated on the last motion ({len(r)} cycles): "
+            self.node.event(f"collision thresholds calibrated on the last motion ({len(seen)} cycles): "
                             f"[{', '.join(f'{v:.3f}' for v in t)}] {u}")
         else:
             self.node.event(f"collision calibration not applied: {result.reason}", warn=True)
