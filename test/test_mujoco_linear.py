@@ -2,7 +2,8 @@
 shared plant) on real MuJoCo: the chain is assembled where the kinematics puts it, its bodies
 are the robot file's, the same carriage forces give the same motion as the explicit model
 (Colombo & Lentini with rigid rods), it carries the robot file's friction, a platform force and
-a payload, leaves the workspace as a plant must, and runs the simulated drives and the loop."""
+a payload, and leaves the workspace as a plant must (the drives and the loop on it:
+test_mujoco_plant.py)."""
 import dataclasses
 
 import numpy as np
@@ -21,10 +22,6 @@ from delta_dynamics.plant import ExplicitPlant, make_plant  # noqa: E402
 from delta_dynamics.reference.mujoco_model import mjcf  # noqa: E402
 from delta_dynamics.reference.mujoco_model.mjcf import SolverSettings  # noqa: E402
 from delta_dynamics.reference.mujoco_model.plant import ClosedChain, MujocoPlant  # noqa: E402
-from delta_hardware.control_loop import ControlLoop, LoopConfig  # noqa: E402
-from delta_hardware.drives import DriveState  # noqa: E402
-from delta_hardware.drives.simulated import SimulatedDriveSet  # noqa: E402
-from delta_hardware.trajectory_plan import build_plan  # noqa: E402
 
 ROBOT = "colombo2020"
 DT = 1e-3
@@ -182,43 +179,7 @@ def test_leaving_the_workspace_raises_and_keeps_the_last_state():
     np.testing.assert_array_equal(plant.platform_position(), before[1])
 
 
-def test_simulated_drives_run_on_it_by_name_and_fault_when_it_leaves_the_workspace():
-    drives = SimulatedDriveSet(ROBOT, plant="mujoco")
-    assert isinstance(drives.plant, MujocoPlant)
+def test_it_is_the_plant_mujoco_of_a_linear_robot():
+    """``make_plant("mujoco", ...)`` builds it (the simulated drives by name, their fault when it
+    leaves the workspace, and the control loop on it: test_mujoco_plant.py, for both kinds)."""
     assert isinstance(make_plant("mujoco", load_robot(ROBOT)), MujocoPlant)
-    drives.enable()
-    drives.write(torque=[60.0, -60.0, 0.0])
-    for _ in range(400):
-        drives.cycle(DT)
-        if drives.state is DriveState.FAULT:
-            break
-    fb = drives.read()
-    assert fb.state is DriveState.FAULT and "left its workspace" in fb.faults[0]
-
-
-def _run(loop, t0, seconds, dt):
-    t, outs = t0, []
-    for _ in range(int(round(seconds / dt))):
-        outs.append(loop.cycle(t))
-        t += dt
-    return t, outs
-
-
-def test_the_control_loop_tracks_a_trajectory_on_the_mujoco_plant(model):
-    dt = 0.002
-    errs = {}
-    for ff in ("none", "model"):
-        drives = SimulatedDriveSet(ROBOT, plant=MujocoPlant(ROBOT), torque_noise=0.02, seed=1)
-        loop = ControlLoop(model, drives, LoopConfig(rate=1 / dt, feedforward=ff))
-        loop.activate()
-        t, _ = _run(loop, 0.0, 0.1, dt)
-        loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [0.4, 0.8],
-                                    [[0.33, 0.27, 0.30], [0.27, 0.31, 0.33]]))
-        t, outs = _run(loop, t, 1.2, dt)
-        errs[ff] = max(np.abs(o.setpoint.q - np.array(o.position)).max() for o in outs)
-        if ff == "model":
-            np.testing.assert_allclose(outs[-1].position, [0.27, 0.31, 0.33], atol=1e-4)
-            assert any("trajectory finished" in e for o in outs for e in o.events)
-            assert drives.plant.max_closure_error < TOL_CLOSURE
-    assert errs["model"] < 5e-4
-    assert errs["model"] < errs["none"] / 5

@@ -1,7 +1,8 @@
 """The MuJoCo plant (delta_dynamics.reference.mujoco_model.plant) on real MuJoCo: it agrees with the
 explicit model for the same torques, keeps the chain closed, carries the robot file's
 friction, leaves the workspace as the explicit plant does, and runs the simulated drives
-and the control loop."""
+and the control loop (the last two for both kinds; the linear plant's own checks:
+test_mujoco_linear.py)."""
 import numpy as np
 import pytest
 
@@ -12,6 +13,7 @@ from delta_dynamics.rotary.kinematics import UnreachableError, forward_kinematic
 from delta_dynamics.rotary.model import RotaryModel  # noqa: E402
 from delta_dynamics.reference.mujoco_model.mjcf import SolverSettings  # noqa: E402
 from delta_dynamics.reference.mujoco_model.plant import MujocoPlant  # noqa: E402
+from delta_dynamics.kinds import model_for  # noqa: E402
 from delta_dynamics.plant import ExplicitPlant  # noqa: E402
 from delta_dynamics.algorithms import simulate_adaptive, simulate_fixed  # noqa: E402
 from delta_dynamics.motion.trajectories import pick_place  # noqa: E402
@@ -128,10 +130,20 @@ def test_leaving_the_workspace_raises_and_keeps_the_last_state():
     np.testing.assert_array_equal(plant.platform_position(), before[1])
 
 
-def test_simulated_drives_fault_when_the_mujoco_plant_leaves_the_workspace():
-    drives = SimulatedDriveSet("nt_robot", plant=MujocoPlant("nt_robot"))
+#: per robot kind: efforts that take the plant out of its workspace (arms up through the elbow's
+#: edge; one carriage up, one down: a rod pair turns over), and a two-point motion for the loop
+#: with the stated tracking error (max |q - q_ref|, rad or m) of the model feedforward
+LEAVE = {"nt_robot": [-120.0, -120.0, -120.0], "colombo2020": [60.0, -60.0, 0.0]}
+MOTION = {"nt_robot": ([0.5, 1.0], [[0.4, 0.2, 0.1], [0.1, 0.3, 0.2]], 1.3, 2e-3, 2e-4),
+          "colombo2020": ([0.4, 0.8], [[0.33, 0.27, 0.30], [0.27, 0.31, 0.33]], 1.2, 5e-4, 1e-4)}
+
+
+@pytest.mark.parametrize("robot", ["nt_robot", "colombo2020"])
+def test_simulated_drives_fault_when_the_mujoco_plant_leaves_the_workspace(robot):
+    drives = SimulatedDriveSet(robot, plant="mujoco")             # the plant by name
+    assert isinstance(drives.plant, MujocoPlant)
     drives.enable()
-    drives.write(torque=[-120.0, -120.0, -120.0])
+    drives.write(torque=LEAVE[robot])
     for _ in range(400):
         drives.cycle(DT)
         if drives.state is DriveState.FAULT:
@@ -148,21 +160,23 @@ def _run(loop, t0, seconds, dt):
     return t, outs
 
 
-def test_the_control_loop_tracks_a_trajectory_on_the_mujoco_plant(model):
+@pytest.mark.parametrize("robot", ["nt_robot", "colombo2020"])
+def test_the_control_loop_tracks_a_trajectory_on_the_mujoco_plant(robot):
     dt = 0.002
+    model = model_for(robot)
+    times, goals, seconds, tol, end_tol = MOTION[robot]
     errs = {}
     for ff in ("none", "model"):
-        drives = SimulatedDriveSet("nt_robot", plant=MujocoPlant("nt_robot"), torque_noise=0.02, seed=1)
+        drives = SimulatedDriveSet(robot, plant=MujocoPlant(robot), torque_noise=0.02, seed=1)
         loop = ControlLoop(model, drives, LoopConfig(rate=1 / dt, feedforward=ff))
         loop.activate()
         t, _ = _run(loop, 0.0, 0.1, dt)
-        loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, [0.5, 1.0],
-                                    [[0.4, 0.2, 0.1], [0.1, 0.3, 0.2]]))
-        t, outs = _run(loop, t, 1.3, dt)
+        loop.submit_plan(build_plan(model, t, loop.current_setpoint(), t, times, goals))
+        t, outs = _run(loop, t, seconds, dt)
         errs[ff] = max(np.abs(o.setpoint.q - np.array(o.position)).max() for o in outs)
         if ff == "model":
-            np.testing.assert_allclose(outs[-1].position, [0.1, 0.3, 0.2], atol=2e-4)
+            np.testing.assert_allclose(outs[-1].position, goals[-1], atol=end_tol)
             assert any("trajectory finished" in e for o in outs for e in o.events)
             assert drives.plant.max_closure_error < TOL_CLOSURE
-    assert errs["model"] < 2e-3
+    assert errs["model"] < tol
     assert errs["model"] < errs["none"] / 5
