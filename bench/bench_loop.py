@@ -123,7 +123,7 @@ def client(seconds: float) -> dict:
 def one_run(k: int, rate: float, seconds: float, busy: int, canopen: bool, pin: bool = False) -> dict:
     env = dict(os.environ, ROS_DOMAIN_ID=str(10 + (os.getpid() + k) % 80), PYTHONUNBUFFERED="1")
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
-    procs = []
+    procs, logs = [], []
     try:
         args = ["-p", "use_sim_time:=false", "-p", f"control_rate:={rate}"]
         sim_cpu = []
@@ -136,6 +136,7 @@ def one_run(k: int, rate: float, seconds: float, busy: int, canopen: bool, pin: 
             rt = ["chrt", "-f", "45"] if _may_fifo() else []
             # this interpreter's module, not a command that must be on PATH (make bench does not put .venv/bin there)
             sim_log = open(f"/tmp/bench_loop_{os.getpid()}_{k}_drive_sim.log", "w")
+            logs.append(sim_log)
             sim = subprocess.Popen([*sim_cpu, *rt, sys.executable, "-m", "delta_hardware.canopen.sim_cli", "--interface",
                                     "udp_multicast", "--channel", channel, "--robot", "nt_robot", "--drives-config",
                                     "generic_cia402"], stdout=subprocess.DEVNULL, stderr=sim_log, env=env)
@@ -145,6 +146,7 @@ def one_run(k: int, rate: float, seconds: float, busy: int, canopen: bool, pin: 
                 raise RuntimeError(f"delta-drive-sim exited {sim.returncode} (its output: {sim_log.name})")
             args += ["-p", "hardware:=canopen", "-p", "can_interface:=udp_multicast", "-p", f"can_channel:={channel}"]
         log = open(f"/tmp/bench_loop_{os.getpid()}_{k}.log", "w")
+        logs.append(log)
         procs.append(subprocess.Popen([sys.executable, "-m", "delta_hardware.ros.hardware_node", "--ros-args", *args],
                                       stdout=log, stderr=subprocess.STDOUT, env=env))
         out = subprocess.run([sys.executable, __file__, "--client", "--seconds", str(seconds)], env=env,
@@ -160,6 +162,8 @@ def one_run(k: int, rate: float, seconds: float, busy: int, canopen: bool, pin: 
         for h in hogs:                                    # ended by PID
             h.kill()
             h.wait()
+        for f in logs:                                    # the processes' output files, kept in /tmp
+            f.close()
 
 
 def main():
