@@ -114,7 +114,7 @@ def mjcf_xml(robot, settings: SolverSettings | None = None, joint_friction: bool
 
     eq = ET.SubElement(root, "equality")
     for k in range(1, 4):
-        ET.SubElement(eq, "connect", {"name": f"close_chain_{k}", "site1": mech.chain_end(k),
+        ET.SubElement(eq, "connect", {"name": f"close_chain_{k}", "site1": mech.name(mech.chain_end, k),
                                       "site2": f"platform_joint_{k}", "solref": numbers(s.constraint_solref),
                                       "solimp": numbers(s.solimp)})
     ET.indent(root)

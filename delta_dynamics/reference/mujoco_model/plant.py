@@ -91,8 +91,8 @@ class ClosedChain:
         arm = [jid(n) for n in self.robot.joint_names]
         self.arm_q = np.array([m.jnt_qposadr[j] for j in arm])
         self.arm_v = np.array([m.jnt_dofadr[j] for j in arm])
-        self.bend = np.array([m.jnt_qposadr[jid(mech.bend_joint(k))] for k in (1, 2, 3)])
-        self.tilt = np.array([m.jnt_qposadr[jid(mech.tilt_joint(k))] for k in (1, 2, 3)])
+        self.bend = np.array([m.jnt_qposadr[jid(mech.name(mech.bend_joint, k))] for k in (1, 2, 3)])
+        self.tilt = np.array([m.jnt_qposadr[jid(mech.name(mech.tilt_joint, k))] for k in (1, 2, 3)])
         self.platform = np.array([m.jnt_qposadr[jid(n)] for n in ("platform_x", "platform_y", "platform_z")])
         self.arm_q_list = self.arm_q.tolist()
         self.platform_list = self.platform.tolist()

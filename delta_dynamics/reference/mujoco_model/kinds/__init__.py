@@ -26,7 +26,8 @@ class Mechanism:
       ``platform_joint_k`` (k = 1..3) where the chains close;
     * ``passive_angles(robot, kin, q, X)``: (3, 2) array, each chain's (bend, tilt) hinge
       angles with the actuated joints at ``q`` and the platform at ``X`` (rad);
-    * ``bend_joint`` / ``tilt_joint`` / ``chain_end``: names for chain k (1..3);
+    * ``bend_joint`` / ``tilt_joint`` / ``chain_end``: the names of chain k's two hinges and of
+      the site at its bar's far end, as patterns of ``k`` (1..3): :meth:`name`;
     * ``driven_inertia(robot)``: a lower bound of the inertia at an actuated joint (kg m^2 or
       kg), for the plant's choice of its friction integration;
     * ``chain_length(robot)``: the length of the closing bar (m), the scale of a torn chain.
@@ -35,11 +36,20 @@ class Mechanism:
     add_chains: Callable
     add_platform: Callable
     passive_angles: Callable
-    bend_joint: Callable
-    tilt_joint: Callable
-    chain_end: Callable
+    bend_joint: str
+    tilt_joint: str
+    chain_end: str
     driven_inertia: Callable
     chain_length: Callable
+
+    @staticmethod
+    def name(pattern: str, k: int) -> str:
+        """The name ``pattern`` gives chain ``k`` (1..3).
+
+        >>> Mechanism.name("rod_{k}_end", 2)
+        'rod_2_end'
+        """
+        return pattern.format(k=k)
 
 
 #: The MuJoCo mechanism of each robot kind (``type`` of the robot file), one line each.

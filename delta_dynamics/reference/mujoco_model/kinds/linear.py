@@ -46,6 +46,10 @@ def _require_bodies(robot) -> None:
                          f"(mass_properties.rod.mass is {m.rod.mass}): a massless body cannot turn in MuJoCo")
 
 
+#: the names of chain k's universal-joint hinges and of the site at its far end
+BEND_JOINT, TILT_JOINT, CHAIN_END = "rod_{k}_bend_joint", "rod_{k}_tilt_joint", "rod_{k}_end"
+
+
 def add_chains(world, robot, settings, joint_friction: bool) -> None:
     """The three chains under ``world`` (module docstring): the actuated joint, the universal joint, the bar's end site."""
     _require_bodies(robot)
@@ -78,14 +82,14 @@ def add_chains(world, robot, settings, joint_friction: bool) -> None:
             inertial(carriage, m.carriage.mass, (ic, ic, ic))
         visual(carriage, type="box", size=numbers((0.01, 0.5 * g.rod_spacing + 0.01, 0.015)), rgba="0.2 0.4 0.8 1")
         rods = ET.SubElement(carriage, "body", {"name": f"rod_{k}_link"})
-        ET.SubElement(rods, "joint", {"name": bend_joint(k), "type": "hinge", "axis": "0 1 0"})
-        ET.SubElement(rods, "joint", {"name": tilt_joint(k), "type": "hinge", "axis": "0 0 1"})
+        ET.SubElement(rods, "joint", {"name": BEND_JOINT.format(k=k), "type": "hinge", "axis": "0 1 0"})
+        ET.SubElement(rods, "joint", {"name": TILT_JOINT.format(k=k), "type": "hinge", "axis": "0 0 1"})
         across = 2.0 * rod.inertia * stretch * stretch
         inertial(rods, 2.0 * rod.mass, (AXIAL_SHARE * across, across, across), pos=(0.5 * li, 0.0, 0.0))
         for side in (1.0, -1.0):
             y = side * 0.5 * g.rod_spacing
             visual(rods, type="capsule", fromto=numbers((0, y, 0, li, y, 0)), size=repr(bar_r), rgba="0.8 0.5 0.2 1")
-        ET.SubElement(rods, "site", {"name": chain_end(k), "pos": numbers((li, 0.0, 0.0))})
+        ET.SubElement(rods, "site", {"name": CHAIN_END.format(k=k), "pos": numbers((li, 0.0, 0.0))})
 
 
 def add_platform(plat, robot) -> None:
@@ -120,19 +124,7 @@ def passive_angles(robot, kin, q, X):
     return out
 
 
-def bend_joint(k: int) -> str:
-    """Name of chain ``k``'s first universal-joint hinge (k = 1..3)."""
-    return f"rod_{k}_bend_joint"
 
-
-def tilt_joint(k: int) -> str:
-    """Name of chain ``k``'s second universal-joint hinge (k = 1..3)."""
-    return f"rod_{k}_tilt_joint"
-
-
-def chain_end(k: int) -> str:
-    """Name of the site at the far end of chain ``k``'s bar (k = 1..3)."""
-    return f"rod_{k}_end"
 
 
 def driven_inertia(robot) -> float:
@@ -148,5 +140,5 @@ def chain_length(robot) -> float:
 
 
 MECHANISM = Mechanism(add_chains=add_chains, add_platform=add_platform, passive_angles=passive_angles,
-                      bend_joint=bend_joint, tilt_joint=tilt_joint, chain_end=chain_end,
+                      bend_joint=BEND_JOINT, tilt_joint=TILT_JOINT, chain_end=CHAIN_END,
                       driven_inertia=driven_inertia, chain_length=chain_length)

@@ -54,6 +54,10 @@ def _body(parent, body, pos=(0.0, 0.0, 0.0), quat=None, scale: float = 1.0):
     inertial(parent, scale * body.mass, [scale * v for v in body.inertia], pos, quat)
 
 
+#: the names of chain k's universal-joint hinges and of the site at its far end
+BEND_JOINT, TILT_JOINT, CHAIN_END = "forearm_{k}_bend_joint", "forearm_{k}_tilt_joint", "forearm_{k}_end"
+
+
 def add_chains(world, robot, settings, joint_friction: bool) -> None:
     """The three chains under ``world`` (module docstring): the actuated joint, the universal joint, the bar's end site."""
     g = robot.geometry
@@ -80,8 +84,8 @@ def add_chains(world, robot, settings, joint_friction: bool) -> None:
         ET.SubElement(arm, "joint", jattrs)
         _body(arm, bs.upper_arm, pos=(bs.upper_arm.com, 0.0, 0.0))
         visual(arm, type="capsule", fromto=numbers((0, 0, 0, l, 0, 0)), size=repr(2 * bar_r), rgba="0.2 0.4 0.8 1")
-        bend = {"name": bend_joint(k), "type": "hinge", "axis": "0 1 0"}
-        tilt = {"name": tilt_joint(k), "type": "hinge", "axis": "0 0 1"}
+        bend = {"name": BEND_JOINT.format(k=k), "type": "hinge", "axis": "0 1 0"}
+        tilt = {"name": TILT_JOINT.format(k=k), "type": "hinge", "axis": "0 0 1"}
         if bs.elbow_block.mass > 0:
             block = ET.SubElement(arm, "body", {"name": f"elbow_block_{k}_link", "pos": numbers((l, 0.0, 0.0))})
             ET.SubElement(block, "joint", bend)
@@ -96,7 +100,7 @@ def add_chains(world, robot, settings, joint_friction: bool) -> None:
         for side in (1.0, -1.0):
             y = side * 0.5 * g.forearm_spacing
             visual(fore, type="capsule", fromto=numbers((0, y, 0, lk, y, 0)), size=repr(bar_r), rgba="0.8 0.5 0.2 1")
-        ET.SubElement(fore, "site", {"name": chain_end(k), "pos": numbers((lk, 0.0, 0.0))})
+        ET.SubElement(fore, "site", {"name": CHAIN_END.format(k=k), "pos": numbers((lk, 0.0, 0.0))})
 
 
 def add_platform(plat, robot) -> None:
@@ -121,19 +125,7 @@ def passive_angles(robot, kin, q, X):
     return _kinematic_passive_angles(kin, X)
 
 
-def bend_joint(k: int) -> str:
-    """Name of chain ``k``'s first universal-joint hinge (k = 1..3)."""
-    return f"forearm_{k}_bend_joint"
 
-
-def tilt_joint(k: int) -> str:
-    """Name of chain ``k``'s second universal-joint hinge (k = 1..3)."""
-    return f"forearm_{k}_tilt_joint"
-
-
-def chain_end(k: int) -> str:
-    """Name of the site at the far end of chain ``k``'s bar (k = 1..3)."""
-    return f"forearm_{k}_end"
 
 
 def driven_inertia(robot) -> float:
@@ -150,5 +142,5 @@ def chain_length(robot) -> float:
 
 
 MECHANISM = Mechanism(add_chains=add_chains, add_platform=add_platform, passive_angles=passive_angles,
-                      bend_joint=bend_joint, tilt_joint=tilt_joint, chain_end=chain_end,
+                      bend_joint=BEND_JOINT, tilt_joint=TILT_JOINT, chain_end=CHAIN_END,
                       driven_inertia=driven_inertia, chain_length=chain_length)
