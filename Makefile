@@ -37,7 +37,7 @@ $(STAMP): setup.py pyproject.toml package.xml requirements-ros.txt requirements-
 	touch $@
 
 test: $(STAMP)
-	$(PY) -m pytest -q -rfExX --durations=15 -n 4 -m "not fuzz and not demo_plants and not serial" test; a=$$?; \
+	$(PY) -m pytest -q -rfExX --durations=15 -n 3 -m "not fuzz and not demo_plants and not serial" test; a=$$?; \
 	$(PY) -m pytest -q -rfExX -m serial test; b=$$?; test $$a -eq 0 -a $$b -eq 0
 
 # Randomised bad input for every class (robot files, CSV, bags, CLI options), with the

@@ -34,7 +34,7 @@ def _claim_domain() -> int:
                        f"test run on this host (locks in {_LOCK_DIR})")
 
 
-# A pytest run inside a test inherits ours; each pytest-xdist worker (make test runs four) claims
+# A pytest run inside a test inherits ours; each pytest-xdist worker (make test runs three) claims
 # its own, so the workers' nodes, which share names, never meet.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 if os.environ.get("DELTA_TEST_DOMAIN_CLAIMED") != _WORKER:
