@@ -182,14 +182,14 @@ class CollisionDetector:
         from scipy.signal import lfilter   # optional heavy import: only the batch form needs it
         qd = np.asarray(qd, dtype=float)
         a = math.exp(-self.gain * dt)
-        u = np.where(np.abs(qd) < self.rest_speed, np.asarray(self.static), 0.0)
-        zi = None if start is None else a * np.asarray(start, dtype=float).reshape(1, 3)
-        band = lfilter([1.0 - a], [1.0, -a], u, axis=0) if zi is None else lfilter([1.0 - a], [1.0, -a], u, axis=0, zi=zi)[0]
+        b0 = np.zeros(3) if start is None else np.asarray(start, dtype=float)
+        band, _ = lfilter([1.0 - a], [1.0, -a], self.rested_band(qd), axis=0, zi=(a * b0).reshape(1, 3))
         return band + np.asarray(self.speed_slope) * np.abs(qd)
 
     def rested_band(self, qd) -> np.ndarray:
-        """The band of a robot that has rested long enough at joint speeds ``qd`` (3,): each
-        joint slower than the rest speed holds its full static friction, the others none."""
+        """The band of a robot that has rested long enough at joint speeds ``qd`` ((3,) or
+        (N, 3)): each joint slower than the rest speed holds its full static friction, the
+        others none (the band's input at every sample)."""
         return np.where(np.abs(np.asarray(qd, dtype=float)) < self.rest_speed, np.asarray(self.static), 0.0)
 
     def first_collision(self, model, X, r, qd, dt: float) -> Collision | None:
