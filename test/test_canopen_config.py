@@ -140,7 +140,7 @@ BASE = "base: generic_cia402\n"
      " tpdo: [[statusword, position_actual, torque_actual], [velocity_actual]]}}\n",
      "pdo.position.rpdo", "must map target_position"),
     ("pdo: {position: {rpdo: [[controlword, target_position]], tpdo: [[statusword, position_actual]]}}\n",
-     "pdo.position.tpdo", "must map velocity_actual"),
+     "pdo.position.tpdo", "must map torque_actual"),
     ("scaling: {rated_torque: 0.01}\n", "limits.max_torque", "does not fit a target torque"),
     ("simulation: {position_gains: [1]}\n", "simulation.position_gains", "[kp, kd]"),
     ("heartbeat: {timeout_ms: 300}\n", "heartbeat.timeout_ms",

@@ -52,6 +52,8 @@ class Axis:
         self.lock = lock if lock is not None else threading.RLock()
         self.rpdos: list = []                 # pdo_map.Pdo, as mapped at start-up
         self.tpdos: list = []
+        #: no TPDO carries velocity_actual: :mod:`.cyclic` differentiates the positions
+        self.derive_velocity = False
         self.values = {"statusword": 0, "position_actual": 0, "velocity_actual": 0, "torque_actual": 0,
                        "error_code": 0}
         self.stamp = -math.inf                # when `statusword` was true (SYNC or SDO read time)

@@ -159,6 +159,7 @@ class CanopenDriveSet(DriveSet):
                 raise DriveError(f"{self.cfg.source}: timing.tpdo_misses ({self.cfg.tpdo_misses}) must be fewer than "
                                  f"the cycles of timing.max_stall ({self.monitor.silence_limit} at {self.rate:g} Hz)")
             self.cyclic = CyclicExchange(self.network, self.axes, self._fb, self.tpdo_timeout, self.cfg.tpdo_misses)
+            self.cyclic.velocity_period = self.interp_period
             for ax in self.axes:
                 self.monitor.attach(ax)
             before = set(threading.enumerate())

@@ -326,7 +326,7 @@ def load_drives_config(source: str | os.PathLike = "", robot=None, overrides: di
                               Mode.TORQUE: "target_torque"}[mode]}
     for n in sorted(need_r - set(rnames)):
         r.fail(f"pdo.{mode_name}.rpdo", f"must map {n}")
-    for n in ("statusword", "position_actual", "velocity_actual", "torque_actual"):
+    for n in ("statusword", "position_actual", "torque_actual"):   # velocity_actual: or from positions
         if n not in tnames:
             r.fail(f"pdo.{mode_name}.tpdo", f"must map {n}")
     for n in set(rnames):

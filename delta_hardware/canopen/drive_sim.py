@@ -17,7 +17,9 @@ EMCY producer) on a python-can bus, with what a real drive adds on top:
   the period (deterministic in tests), so a slow host slows the simulation instead of
   breaking it: the drives' time only passes when the master's SYNC comes. Modes: cyclic
   synchronous position (the drive's own PD loop, gains from the drives config, torque offset
-  0x60B2 and velocity offset 0x60B1 as feedforward), velocity, or torque (0x6071 per-mille of
+  0x60B2 and velocity offset 0x60B1 as feedforward; without a velocity offset in its RPDOs,
+  the target position's change over the last period instead, as a drive's interpolator
+  gives its velocity loop), velocity, or torque (0x6071 per-mille of
   0x6076, plus the torque offset), limited to 0x6072;
 * faults: following error (0x8611), the mechanism leaving its workspace, no SYNC for
   ``simulation.sync_timeout`` while enabled (0x8100: a real drive faults when its master
@@ -130,6 +132,8 @@ class SimulatedDrive:
         self.rpdos: list[_Pdo] = []
         self.tpdos: list[_Pdo] = []
         self.pending: dict[int, bytes] = {}
+        self.velocity_offset_mapped = True     # else CSP's velocity feedforward comes from the targets
+        self.last_target = None                # the position target of the last period (rad; m)
         self.params: dict = {}
         self.dirty = True
         self.heartbeat_enabled = True
@@ -287,6 +291,8 @@ class SimulatedDrive:
         p["following_window"] = self.read_param("following_error_window", 0xFFFFFFFF)
         self.rpdos = self._layout(0x1400, 0x1600)
         self.tpdos = self._layout(0x1800, 0x1A00)
+        self.velocity_offset_mapped = any(e[0] == "velocity_offset" for pdo in self.rpdos for e in pdo.entries)
+        self.last_target = None
         for pdo in self.tpdos:
             pdo.fields = tuple((self._getter(name), *_bounds(st)) for name, _, st in pdo.entries)
         net = self.owner.network
@@ -539,6 +545,8 @@ class SimulatedCia402Drives:
                 d.fault(MODE_FAULT)
             all_enabled = False
         if not all_enabled:
+            for d in drives:
+                d.last_target = None
             if ph.state is DriveState.ENABLED:
                 ph.disable()                             # the brakes hold the arms
             ph.cycle(period)
@@ -556,12 +564,21 @@ class SimulatedCia402Drives:
         rated = [u.scaling.gear_ratio * d.params["rated_torque"] / 1e6 * u.scaling.direction
                  for u, d in zip(units, drives)]         # N m at the arm (N on a carriage) per per-mille
         ff = [rated[i] * d.targets["torque_offset"] for i, d in enumerate(drives)]
+        if mode != 8:
+            for d in drives:
+                d.last_target = None
         if mode == 8:
             ph.mode = Mode.POSITION
             ph.kp, ph.kd = self.cfg.sim["position_gains"]
             q = [units[i].position_to_si(min(max(d.targets["target_position"], d.params["limit_min"]),
                                              d.params["limit_max"])) for i, d in enumerate(drives)]
-            v = [units[i].velocity_to_si(d.targets["velocity_offset"]) for i, d in enumerate(drives)]
+            v = []
+            for i, d in enumerate(drives):
+                if d.velocity_offset_mapped:
+                    v.append(units[i].velocity_to_si(d.targets["velocity_offset"]))
+                else:                                    # the interpolator's velocity: targets T apart
+                    v.append(0.0 if d.last_target is None else (q[i] - d.last_target) / d.params["period"])
+                d.last_target = q[i]
             ph.write(position=q, velocity=v, torque=ff)
         elif mode == 9:
             ph.mode = Mode.POSITION                       # kp = 0: a velocity loop

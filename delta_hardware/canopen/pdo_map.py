@@ -102,3 +102,4 @@ def map_pdos(ax, rpdo: list, tpdo: list, network: canopen.Network, where: str = 
             if m.enabled:
                 names = wanted[slot - 1]
                 out.append(Pdo(m.cob_id, names, [ax.cat[n] for n in names], slot))
+    ax.derive_velocity = not any("velocity_actual" in p.names for p in ax.tpdos)
