@@ -15,7 +15,11 @@ on ``udp_multicast`` every member of the group gets every datagram, its own incl
 1 kHz with three drives the 13 frames of a cycle cost each receive thread a Python dispatch
 apiece; the master's own RPDOs and the drives' own TPDOs are dropped
 before that dispatch (python-can's ``can_filters``: in the kernel on ``socketcan``, right after
-the read elsewhere).
+the read elsewhere). On a host-local ``udp_multicast`` bus (``hop_limit`` 0, the default here)
+each bus sends from a socket of its own (:class:`LocalUdpMulticastBus`), so a datagram's sender
+port tells one's own frames, looped back by the kernel, from the others' and they are dropped
+before they are decoded: of the 7 datagrams of a 1 kHz cycle with one PDO each way per drive,
+the master decodes the 3 TPDOs, a drive the SYNC and its RPDO.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ import socket
 from pathlib import Path
 
 import can
+from can.interfaces.udp_multicast import UdpMulticastBus
+from can.interfaces.udp_multicast.utils import pack_message, unpack_message
 
 from delta_hardware.canopen.channel import split_port
 
@@ -58,13 +64,83 @@ def open_bus(interface: str, channel: str, receive_buffer: int = RECEIVE_BUFFER,
         channel, port = split_port(channel)
         if port is not None:
             kwargs.setdefault("port", port)
-    bus = can.Bus(interface=interface, channel=channel, **kwargs)
+    if interface == "udp_multicast" and kwargs["hop_limit"] == 0:
+        bus = LocalUdpMulticastBus(channel, **kwargs)
+    else:
+        bus = can.Bus(interface=interface, channel=channel, **kwargs)
     if receive_buffer and interface in ("udp_multicast", "socketcan"):
         try:
             set_receive_buffer(bus.fileno(), receive_buffer)
         except (OSError, NotImplementedError, ValueError):
             pass                                   # reported by receive_stats as what was granted
     return bus
+
+
+class LocalUdpMulticastBus(UdpMulticastBus):
+    """python-can's ``udp_multicast`` bus on one host (``hop_limit`` 0) that sends from a socket
+    of its own (an ephemeral port) and drops, unread, the datagrams that came from it: the
+    kernel loops a group's datagrams back to every member, the sender's included, and all
+    members receive on the group's port, so only the sender port tells them apart. The
+    datagrams are python-can's (msgpack), so other ``udp_multicast`` buses on the group, of
+    any program, hear this one as before.
+
+    >>> port = 45000 + os.getpid() % 1000                   # a port of this process's own
+    >>> a, b = LocalUdpMulticastBus("239.74.163.9", port=port), LocalUdpMulticastBus("239.74.163.9", port=port)
+    >>> a.send(can.Message(arbitration_id=0x181, data=b"hi", is_extended_id=False))
+    >>> hex(b.recv(1.0).arbitration_id), a.recv(0.2)       # b hears it; a does not hear itself
+    ('0x181', None)
+    >>> a.shutdown(); b.shutdown()
+    """
+
+    def __init__(self, channel: str, port: int = 43113, hop_limit: int = 0, **kwargs):
+        super().__init__(channel, port=port, hop_limit=hop_limit, **kwargs)
+        group = self._multicast.group
+        family = socket.getaddrinfo(group, port, type=socket.SOCK_DGRAM)[0][0]
+        tx = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            if family == socket.AF_INET:
+                tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, hop_limit)
+                tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+            else:
+                tx.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_HOPS, hop_limit)
+                tx.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_MULTICAST_LOOP, 1)
+            tx.bind(("", 0))
+        except OSError as e:
+            tx.close()
+            self._multicast.shutdown()
+            raise can.CanInitializationError(f"cannot open the send socket for {group}:{port}: {e}") from e
+        self._tx = tx
+        self._tx_port = tx.getsockname()[1]
+        self._destination = (group, port)
+
+    def send(self, msg: can.Message, timeout: float | None = None) -> None:
+        if msg.is_fd and self.protocol is not can.CanProtocol.CAN_FD:
+            raise can.CanOperationError("cannot send FD message over bus with CAN FD disabled")
+        data = pack_message(msg)
+        try:
+            if self._tx.sendto(data, self._destination) < len(data):
+                raise can.CanOperationError("failed to send via socket: datagram truncated")
+        except OSError as e:
+            raise can.CanOperationError(f"failed to send via socket: {e}") from e
+
+    def _recv_internal(self, timeout):
+        result = self._multicast.recv(timeout)
+        if not result or result[1][1] == self._tx_port:
+            return None, False                       # none, or our own looped back: BusABC.recv reads on
+        data, _, timestamp = result
+        try:
+            msg = unpack_message(data, replace={"timestamp": timestamp}, check=True)
+        except Exception as e:
+            raise can.CanOperationError("could not unpack received message") from e
+        if msg.is_fd and self.protocol is not can.CanProtocol.CAN_FD:
+            return None, False
+        return msg, False
+
+    def shutdown(self) -> None:
+        try:
+            self._tx.close()
+        finally:
+            super().shutdown()
 
 
 def set_receive_buffer(fd: int, size: int) -> int:
