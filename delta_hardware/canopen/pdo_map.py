@@ -47,18 +47,20 @@ class Pdo:
     >>> p.unpack(bytes.fromhex("0f00fbff"))
     {'controlword': 15, 'target_torque': -5}
     """
-    __slots__ = ("cob_id", "names", "st", "slot", "callback")
+    __slots__ = ("cob_id", "names", "st", "slot", "callback", "_fields")
 
     def __init__(self, cob_id: int, names, specs, slot: int):
         self.callback = None
         self.cob_id = cob_id
         self.names = tuple(names)
-        self.st = struct.Struct("<" + "".join(_CODES[s.data_type] for s in specs))
+        codes = [_CODES[s.data_type] for s in specs]
+        self.st = struct.Struct("<" + "".join(codes))
         self.slot = slot
+        self._fields = tuple((n, clamp_int(-(1 << 63), c), clamp_int(1 << 64, c)) for n, c in zip(self.names, codes))
 
     def pack(self, values: dict) -> bytes:
         """The frame's data from ``values`` (object name -> integer; saturated to each type)."""
-        return self.st.pack(*(clamp_int(values[n], code) for n, code in zip(self.names, self.st.format[1:])))
+        return self.st.pack(*[min(max(int(values[n]), lo), hi) for n, lo, hi in self._fields])
 
     def unpack(self, data) -> dict:
         """Object name -> value; raises ``struct.error`` for a frame of the wrong length."""

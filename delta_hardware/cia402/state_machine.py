@@ -73,12 +73,26 @@ STATUSWORD_PATTERNS = {
 }
 
 
-def decode_statusword(sw: int) -> State | None:
-    """The state a statusword reports (None for a pattern CiA 402 does not define)."""
+def _decode_bits(sw: int) -> State | None:
     for state, (mask, value) in STATUSWORD_PATTERNS.items():
         if sw & mask == value:
             return state
     return None
+
+
+#: the state of every value of the statusword's bits 0-6 (the only ones the patterns look at)
+_STATE_OF_BITS = tuple(_decode_bits(b) for b in range(0x80))
+
+
+def decode_statusword(sw: int) -> State | None:
+    """The state a statusword reports (None for a pattern CiA 402 does not define): a table
+    lookup on bits 0-6, the bits of :data:`STATUSWORD_PATTERNS` (the control loop asks for it
+    several times per cycle).
+
+    >>> decode_statusword(0x0637), decode_statusword(0x0250), decode_statusword(0x0F)
+    (<State.OPERATION_ENABLED: 'operation enabled'>, <State.SWITCH_ON_DISABLED: 'switch on disabled'>, <State.FAULT_REACTION_ACTIVE: 'fault reaction active'>)
+    """
+    return _STATE_OF_BITS[sw & 0x7F]
 
 
 def encode_statusword(state: State, *, voltage: bool = True, remote: bool = True,
