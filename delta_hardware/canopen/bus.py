@@ -114,6 +114,7 @@ class LocalUdpMulticastBus(UdpMulticastBus):
         self._destination = (group, port)
 
     def send(self, msg: can.Message, timeout: float | None = None) -> None:
+        """Send ``msg`` to the group from this bus's own socket (a datagram does not block)."""
         if msg.is_fd and self.protocol is not can.CanProtocol.CAN_FD:
             raise can.CanOperationError("cannot send FD message over bus with CAN FD disabled")
         data = pack_message(msg)
@@ -137,6 +138,7 @@ class LocalUdpMulticastBus(UdpMulticastBus):
         return msg, False
 
     def shutdown(self) -> None:
+        """Close the send socket and python-can's receive socket."""
         try:
             self._tx.close()
         finally:
