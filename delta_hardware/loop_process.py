@@ -346,17 +346,24 @@ class LoopProcess:
 
     def _realtime_helper(self, tid: int = 0) -> None:
         """SCHED_FIFO one level below the loop thread for a helper thread of a real-time loop
-        (``tid``: another thread of this process; 0: the calling one)."""
+        (``tid``: another thread of this process; 0: the calling one), on the loop thread's CPU
+        when ``cpu_affinity`` pins it: the bus receiver the loop waits for then shares its CPU
+        instead of meeting other real-time work (a drive simulator) on the other ones."""
         rt = self.spec.realtime if self.spec is not None else None
         if rt is not None and rt.thread_priority and not self.sim:
             try:
                 os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(max(rt.thread_priority - 1, 1)))
             except OSError:
                 pass                                      # the loop thread reports the permission
+        if rt is not None and rt.cpu_affinity >= 0 and not self.sim:
+            try:
+                os.sched_setaffinity(tid, {rt.cpu_affinity})
+            except OSError:
+                pass                                      # the loop thread reports it
 
     def _realtime_threads(self) -> None:
         """Every thread of this process so far (the drives' own too: a bus receiver the loop
-        waits for) one level below the loop thread; threads started later inherit it."""
+        waits for) one level below the loop thread and on its CPU; threads started later inherit it."""
         for tid in os.listdir("/proc/self/task"):
             self._realtime_helper(int(tid))
 

@@ -67,7 +67,7 @@ PARAMETERS = {
     "clock_rate": Param(100.0, "Hz of simulated time at which /clock is published while the simulation runs "
                                "(0: every control cycle); the time a pause or stop holds is always sent"),
     "thread_priority": Param(50, "SCHED_FIFO priority of the loop thread on the steady clock (0: normal)"),
-    "cpu_affinity": Param(-1, "CPU the loop thread is pinned to (-1: any)"),
+    "cpu_affinity": Param(-1, "CPU the control loop process is pinned to: its loop thread, drive bus receiver and helper threads (-1: any)"),
     "lock_memory": Param(False, "mlockall the process (recommended for real drives)"),
     "autostart": Param(True, "walk the lifecycle to active at start-up"),
     "prefix": Param("", "joint and frame name prefix (e.g. r1_): on every joint name published and received"),
