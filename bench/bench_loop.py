@@ -11,11 +11,15 @@ load, then the loop's own statistics from ``~/status`` (every period since the s
 period p99.9 <= 2 periods, at 500 Hz and 1 kHz; the same with CiA 402 drives simulated in their
 own process (``delta-drive-sim`` on ``udp_multicast``, ``--canopen``).
 
-``--canopen --pin``: the loop thread pinned to CPU 0 (``cpu_affinity:=0``) and the drive
-simulator to the last CPU. An experiment (docs/timing.md, "The kernel's share for ordinary
-processes"): at 1 kHz the simulator and the loop's threads, all SCHED_FIFO, need about 1.4 of
-2 CPUs; floating, they sometimes fill one CPU for a second, and Linux then gives that CPU's
-ordinary processes 50 ms, which stops the loop for 50-78 ms.
+``--canopen --pin``: the loop process pinned to CPU 0 (``cpu_affinity:=0``: the loop thread, the
+CAN receive thread it waits for and its helpers) and the drive simulator to the last CPU: the
+simulator stands in for drives that answer in hardware, so it is kept off the loop's CPU. At
+1 kHz the simulator and the loop's threads, all SCHED_FIFO, need about 1.1 of 2 CPUs; floating,
+they sometimes meet on one CPU for a second, and Linux then gives that CPU's ordinary processes
+50 ms, which stops the loop for 50-60 ms (docs/timing.md, "The kernel's share for ordinary
+processes").
+
+``--canopen`` uses at each rate the drives config a 1 Mbit/s bus carries (:func:`drives_config_for`).
 
 Usage: python bench/bench_loop.py [--runs 10] [--seconds 20] [--busy 2] [--rates 500 1000] [--canopen [--pin]]
 Prints one line per run and a table; the load it ran at (1-minute load average before and after).
@@ -182,7 +186,7 @@ def main():
     ap.add_argument("--busy", type=int, default=2)
     ap.add_argument("--rates", type=float, nargs="+", default=[500.0, 1000.0])
     ap.add_argument("--canopen", action="store_true", help="CiA 402 drives simulated by delta-drive-sim")
-    ap.add_argument("--pin", action="store_true", help="with --canopen: the loop thread on CPU 0, the drive "
+    ap.add_argument("--pin", action="store_true", help="with --canopen: the loop process on CPU 0, the drive "
                     "simulator on the last CPU")
     ap.add_argument("--drives-config", help="with --canopen: this drives config at every rate (default: "
                     "generic_cia402 up to 500 Hz, generic_cia402_1khz above, what a 1 Mbit/s bus carries)")
@@ -195,7 +199,7 @@ def main():
     pin = args.canopen and args.pin and (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
     print(f"machine: {describe()}", flush=True)
     if args.canopen:
-        print(f"pinning: {f'loop thread on CPU 0, delta-drive-sim on CPU {os.cpu_count() - 1}' if pin else 'none'}",
+        print(f"pinning: {f'loop process on CPU 0, delta-drive-sim on CPU {os.cpu_count() - 1}' if pin else 'none'}",
               flush=True)
     rows = []
     for rate in args.rates:
