@@ -571,3 +571,25 @@ def test_one_pdo_each_way_tracks_with_velocity_from_positions(mode):
         mid = 0.5 * (ref[:-1] + ref[1:])                # the setpoint's speed half a period back
         e = qd[1 + lag:] - mid[:len(mid) - lag]         # the position follows the setpoint `lag` periods late
         assert np.sqrt(np.mean(e ** 2)) < 0.01 * speed
+
+
+def test_a_mapping_a_real_bus_cannot_carry_at_the_rate_is_refused_before_the_bus_opens():
+    """On an interface with a bitrate (socketcan, pcan, ...) three drives with two PDOs each way
+    at 1 kHz need 148 % of 1 Mbit/s: refused with the load and the way out, before any frame;
+    the one-PDO mapping, and 500 Hz, get past the check (here to the missing can0)."""
+    with pytest.raises(DriveError) as e:
+        CanopenDriveSet("nt_robot", "socketcan", "can_absent0", "generic_cia402", rate=1000.0)
+    msg = str(e.value)
+    assert "\n" not in msg and "generic_cia402.yaml: at 1000 Hz" in msg and "need 148 % of a 1 Mbit/s CAN bus" in msg
+    assert "generic_cia402_1khz" in msg and "control_rate" in msg
+    for config, rate in (("generic_cia402_1khz", 1000.0), ("generic_cia402", 500.0)):
+        with pytest.raises(DriveError) as e:
+            CanopenDriveSet("nt_robot", "socketcan", "can_absent0", config, rate=rate)
+        assert "cannot open CAN bus socketcan can_absent0" in str(e.value)
+    # the buses without a bitrate carry it (the tests and the bench)
+    channel = unique_channel()
+    sim = sim_on(channel)
+    try:
+        drives_on(channel, rate=1000.0).close()
+    finally:
+        sim.close()

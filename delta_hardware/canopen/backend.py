@@ -64,12 +64,15 @@ from delta_hardware.canopen.bus import MASTER_RECEIVES, RECEIVE_BUFFER, open_bus
 from delta_hardware.canopen.config import DrivesConfigError, load_drives_config
 from delta_hardware.canopen.cyclic import CyclicExchange, hold_targets
 from delta_hardware.canopen.monitor import Monitor
+from delta_hardware.canopen.pdo_map import cyclic_bus_load, frame_bits
 from delta_hardware.canopen.receiver import ReceiverWatch
 from delta_hardware.cia402 import Command, State
 from delta_hardware.drives.interface import DriveError, DriveSet, DriveState, Feedback, Mode
 
 log = logging.getLogger(__name__)
 TARGETS = "targets"                 # what the RPDOs carry while running (else a Command, or None)
+#: python-can interfaces without a bitrate (in-process, UDP): no bus load limit
+BUSES_WITHOUT_BITRATE = ("virtual", "udp_multicast")
 
 
 class CanopenDriveSet(DriveSet):
@@ -106,6 +109,11 @@ class CanopenDriveSet(DriveSet):
             raise DriveError(f"canopen backend: rate must be > 0 Hz, got {rate}")
         self.mode = self.cfg.mode
         self.rate = float(rate)
+        load = cyclic_bus_load(self.cfg, self.rate)
+        if load > 1.0 and interface not in BUSES_WITHOUT_BITRATE:
+            raise DriveError(f"{self.cfg.source}: at {self.rate:g} Hz the SYNC and PDOs of {len(self.cfg.node_ids)} "
+                             f"drives need {100 * load:.0f} % of a 1 Mbit/s CAN bus, the most classic CAN carries: "
+                             f"map one PDO each way per drive (generic_cia402_1khz) or lower control_rate")
         self.period = 1.0 / self.rate
         self.max_stall = self.cfg.max_stall
         self.interp_period = self.cfg.interpolation_period or self.period
@@ -678,10 +686,10 @@ class CanopenDriveSet(DriveSet):
     def bus_load(self, bitrate: int = 1_000_000) -> float:
         """Estimated CAN bus load (0..1) of the cyclic traffic at this rate: SYNC, RPDOs,
         TPDOs; a classic frame with n data bytes is 47 + 8 n bits plus ~20 % bit stuffing."""
-        bits = 47 * 1.2                                  # SYNC, no data
+        bits = frame_bits(0)                             # SYNC, no data
         for ax in self.axes:
             for p in ax.rpdos + ax.tpdos:
-                bits += (47 + 8 * p.st.size) * 1.2
+                bits += frame_bits(p.st.size)
         return bits * self.rate / bitrate
 
     def close(self) -> None:

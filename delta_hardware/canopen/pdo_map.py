@@ -36,6 +36,24 @@ def clamp_int(value, code: str) -> int:
     return min(max(int(value), lo), hi)
 
 
+def frame_bits(data_bytes: int) -> float:
+    """Bits on the wire of a classic CAN frame (11-bit ID) with ``data_bytes`` data bytes: 47 + 8 n,
+    plus about 20 % of stuffing bits.
+
+    >>> frame_bits(0), frame_bits(8)
+    (56.4, 133.2)
+    """
+    return (47 + 8 * data_bytes) * 1.2
+
+
+def cyclic_bus_load(cfg, rate: float, bitrate: int = 1_000_000) -> float:
+    """The share (0..) of a ``bitrate`` CAN bus the cyclic traffic of drives config ``cfg``
+    takes at ``rate`` Hz: SYNC, then every RPDO and TPDO of its mapping for each drive."""
+    size = {name: struct.calcsize(_CODES[spec.data_type]) for name, spec in cfg.catalogue.items()}
+    per_drive = sum(frame_bits(sum(size[n] for n in pdo)) for pdo in [*cfg.rpdo, *cfg.tpdo])
+    return (frame_bits(0) + len(cfg.node_ids) * per_drive) * rate / bitrate
+
+
 class Pdo:
     """One configured PDO of one axis: its COB-ID, the objects in it (by name, in order) and
     their little-endian packing; ``slot`` is n of RPDOn / TPDOn.
