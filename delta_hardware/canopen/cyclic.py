@@ -131,6 +131,7 @@ class CyclicExchange:
         #: TPDOs carry no velocity_actual (see the module docstring)
         self.velocity_period = None
         self._last_position: dict = {}           # axis index -> (SYNC number, position_actual)
+        self._sync_number = 0                    # SYNCs sent, counted under the lock before sending
 
     # ------------------------------------------------------------------ TPDOs (notifier thread)
     def attach(self, ax) -> None:
@@ -176,7 +177,7 @@ class CyclicExchange:
                     self.lock.notify_all()
 
     def _differentiate(self, ax, position: int) -> None:
-        k = self.stats["syncs"]
+        k = self._sync_number
         last = self._last_position.get(ax.index)
         if last is not None and k > last[0] and self.velocity_period:
             counts_per_s = (position - last[1]) / ((k - last[0]) * self.velocity_period)
@@ -262,12 +263,14 @@ class CyclicExchange:
             self._counted = False
             self._expected = {(ax.index, p.slot) for ax in self.axes if not ax.lost for p in ax.tpdos}
             self.sync_time = now
+            self._sync_number += 1                  # before it goes out: its answers may come at once
             latched, self._latched = self._latched, None
         try:
             self.network.sync.transmit()
         except Exception:
             with self.lock:
                 self._expected = set()              # nothing owed for a SYNC that did not go out
+                self._sync_number -= 1
             raise
         if self._last_sync_sent is not None:
             self.stats["sync_period"].add(now - self._last_sync_sent)
