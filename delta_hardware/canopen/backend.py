@@ -64,7 +64,7 @@ from delta_hardware.canopen.bus import MASTER_RECEIVES, RECEIVE_BUFFER, open_bus
 from delta_hardware.canopen.config import DrivesConfigError, load_drives_config
 from delta_hardware.canopen.cyclic import CyclicExchange, hold_targets
 from delta_hardware.canopen.monitor import Monitor
-from delta_hardware.canopen.pdo_map import cyclic_bus_load, frame_bits
+from delta_hardware.canopen.pdo_map import cyclic_bus_load
 from delta_hardware.canopen.receiver import ReceiverWatch
 from delta_hardware.cia402 import Command, State
 from delta_hardware.drives.interface import DriveError, DriveSet, DriveState, Feedback, Mode
@@ -686,11 +686,7 @@ class CanopenDriveSet(DriveSet):
     def bus_load(self, bitrate: int = 1_000_000) -> float:
         """Estimated CAN bus load (0..1) of the cyclic traffic at this rate: SYNC, RPDOs,
         TPDOs; a classic frame with n data bytes is 47 + 8 n bits plus ~20 % bit stuffing."""
-        bits = frame_bits(0)                             # SYNC, no data
-        for ax in self.axes:
-            for p in ax.rpdos + ax.tpdos:
-                bits += frame_bits(p.st.size)
-        return bits * self.rate / bitrate
+        return cyclic_bus_load(self.cfg, self.rate, bitrate)
 
     def close(self) -> None:
         """Disable every drive that answers (:meth:`disable`, unless the last one confirmed
